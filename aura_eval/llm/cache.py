@@ -1,0 +1,52 @@
+"""The persistent, content-addressed response cache (one SQLite file).
+
+The key hashes everything that determines a response: model, endpoint, messages,
+every sampling parameter and the sample index. SQLite in WAL mode with a busy
+timeout lets several Snakemake jobs read and write the same file at once; each
+response is committed as soon as it arrives, so a crash loses only calls in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+
+def cache_key(request: dict) -> str:
+    """sha256 of the canonical JSON of a request description."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=60000")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses ("
+            " key TEXT PRIMARY KEY, model TEXT NOT NULL,"
+            " request TEXT NOT NULL, response TEXT NOT NULL)"
+        )
+
+    def get(self, key: str) -> dict | None:
+        row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, request: dict, response: dict) -> None:
+        # First writer wins: a response once stored is the reproduction.
+        self._db.execute(
+            "INSERT OR IGNORE INTO responses (key, model, request, response) VALUES (?, ?, ?, ?)",
+            (key, request.get("model", ""), json.dumps(request, sort_keys=True, ensure_ascii=False),
+             json.dumps(response, sort_keys=True, ensure_ascii=False)),
+        )
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

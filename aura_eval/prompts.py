@@ -1,0 +1,45 @@
+"""Versioned prompt files (prompts/<id>.yaml): system text, user template, JSON schema.
+
+Templates use `$name` placeholders (string.Template). Values are inserted in one
+pass and never re-read as template source, so a trajectory containing `{x}`,
+`{{ x }}`, `{% ... %}` or `$x` reaches the model literally.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    version: int
+    system: str
+    user: str
+    schema: dict | None
+
+    def messages(self, **values: str) -> list[dict]:
+        """System and user messages with `values` inserted; a missing value raises KeyError."""
+        try:
+            user = string.Template(self.user).substitute(values)
+        except KeyError as err:
+            raise KeyError(f"prompt {self.id} v{self.version}: no value for placeholder {err}") from None
+        return [{"role": "system", "content": self.system.strip()}, {"role": "user", "content": user.strip()}]
+
+
+def load_prompt(prompt_id: str, prompts_dir: str | Path = PROMPTS_DIR) -> Prompt:
+    path = Path(prompts_dir) / f"{prompt_id}.yaml"
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    missing = {"id", "version", "system", "user"} - set(spec)
+    if missing:
+        raise ValueError(f"{path}: missing keys {sorted(missing)}")
+    if spec["id"] != prompt_id:
+        raise ValueError(f"{path}: id {spec['id']!r} does not match the file name")
+    return Prompt(id=spec["id"], version=int(spec["version"]), system=spec["system"], user=spec["user"],
+                  schema=spec.get("schema"))

@@ -1,0 +1,50 @@
+rule figure_trajectory_length:
+    input:
+        "results/seeds/seeds.jsonl",
+    output:
+        png="results/figures/trajectory_length_by_domain.png",
+        svg="results/figures/trajectory_length_by_domain.svg",
+    log:
+        "logs/figure_trajectory_length.log",
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/figure_trajectory_length.py"
+
+
+rule tables_spine:
+    input:
+        seeds="results/seeds/seeds.jsonl",
+        tags="results/prefixes/tags.jsonl",
+        prefixes="results/prefixes/prefixes.jsonl",
+        calls=call_logs(),
+    output:
+        composition="results/tables/seed_composition.csv",
+        prefixes="results/tables/prefix_counts.csv",
+        calls="results/tables/model_calls.csv",
+        summary="results/tables/run_summary.md",
+    log:
+        "logs/tables_spine.log",
+    params:
+        seeds=config["seeds"],
+        models=config["models"],
+        roles=config["roles"],
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/tables_spine.py"
+
+
+rule report:
+    input:
+        source="paper/report.qmd",
+        tables=rules.tables_spine.output,
+        figures=rules.figure_trajectory_length.output,
+    output:
+        "results/report/report.html",
+    log:
+        "logs/report.log",
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/render_report.py"

@@ -1,0 +1,13 @@
+rule select_seeds:
+    input:
+        rjudge_files(),
+    output:
+        "results/seeds/seeds.jsonl",
+    log:
+        "logs/select_seeds.log",
+    params:
+        seeds=config["seeds"],
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/select_seeds.py"

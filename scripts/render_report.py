@@ -1,0 +1,8 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from aura_eval import render  # noqa: E402
+
+engine = render.render_report(snakemake.input.source, "results", snakemake.output[0])
+print(f"report rendered with {engine}", file=sys.stderr)

@@ -1,0 +1,102 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for the model-module tests.
+
+Per model name, `script[model]` is a list of behaviours consumed one per request
+(then `default`): "ok", "429", "500", "timeout" (answers after `slow_s`),
+"badjson" (a 200 whose content is not JSON) and "garbled" (a body that is not JSON).
+The 500 body echoes the Authorization header, so a test can check that a key
+never reaches a file.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class StubState:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.script: dict[str, list[str]] = {}
+        self.default = "ok"
+        self.content = '{"answer": "yes"}'
+        self.latency_s = 0.0
+        self.slow_s = 3.0
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def next_behaviour(self, model: str) -> str:
+        with self.lock:
+            queue = self.script.get(model)
+            return queue.pop(0) if queue else self.default
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+    def _send(self, status: int, body: bytes):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        state: StubState = self.server.state
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with state.lock:
+            state.requests.append(body)
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            self._answer(state, body)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+
+    def _answer(self, state, body):
+        behaviour = state.next_behaviour(body["model"])
+        time.sleep(state.latency_s)
+        if behaviour == "429":
+            return self._send(429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}')
+        if behaviour == "500":
+            echo = self.headers.get("Authorization", "")
+            return self._send(500, json.dumps({"error": {"message": f"server error (saw {echo})"}}).encode())
+        if behaviour == "garbled":
+            return self._send(200, b"{this is not json")
+        if behaviour == "timeout":
+            time.sleep(state.slow_s)
+        content = "not json {" if behaviour == "badjson" else state.content
+        reply = {
+            "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+        }
+        self._send(200, json.dumps(reply).encode())
+
+
+class StubServer:
+    def __init__(self):
+        self.state = StubState()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.state = self.state
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()

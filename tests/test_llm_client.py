@@ -1,0 +1,169 @@
+"""The model module: cache, retries, failures, parsing, replay, concurrency, secrets."""
+
+import multiprocessing
+import os
+
+import pytest
+
+from aura_eval.llm import CacheMissError, Endpoint, ModelClient, Request
+from aura_eval.llm.cache import ResponseCache, cache_key
+from aura_eval.prompts import Prompt
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def make_requests(stub, n=1, model="openai/stub", sample=0, params=None, schema=SCHEMA):
+    endpoint = Endpoint(name="stub", model=model, params=params or {"temperature": 0.0},
+                        api_base=stub.api_base if stub else None)
+    return [Request(item_id=f"item-{i:02d}", endpoint=endpoint, prompt_id="p_test", prompt_version=1,
+                    role="tester", schema=schema, sample=sample,
+                    messages=[{"role": "user", "content": f"question {i}"}]) for i in range(n)]
+
+
+def test_uncached_then_cached_makes_no_second_call(stub, llm_settings):
+    first = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 3))
+    assert [r.status for r in first] == ["ok"] * 3
+    assert [r.parsed for r in first] == [{"answer": "yes"}] * 3
+    assert len(stub.state.requests) == 3
+    again = ModelClient(llm_settings, "t", progress=False)
+    second = again.run(make_requests(stub, 3))
+    assert len(stub.state.requests) == 3 and again.calls_made == 0
+    assert all(r.cache_hit for r in second)
+    assert [r.content for r in second] == [r.content for r in first]
+
+
+def test_key_covers_sampling_params_and_sample_index(stub, llm_settings):
+    client = ModelClient(llm_settings, "t", progress=False)
+    client.run(make_requests(stub, 1))
+    client.run(make_requests(stub, 1, sample=1))
+    client.run(make_requests(stub, 1, params={"temperature": 0.7}))
+    client.run(make_requests(stub, 1, sample=1))  # a repeat: cached
+    assert len(stub.state.requests) == 3
+    base = {"model": "m", "messages": [], "params": {"temperature": 0}, "sample": 0}
+    assert cache_key(base) != cache_key({**base, "sample": 1})
+    assert cache_key(base) != cache_key({**base, "params": {"temperature": 0, "seed": 1}})
+
+
+@pytest.mark.parametrize("behaviour", ["429", "500", "timeout"])
+def test_retries_until_success(stub, llm_settings, behaviour):
+    stub.state.script["stub"] = [behaviour, behaviour]
+    stub.state.slow_s = 2.0
+    llm_settings["timeout_s"] = 0.5
+    client = ModelClient(llm_settings, "t", progress=False)
+    (result,) = client.run(make_requests(stub, 1))
+    assert result.status == "ok" and result.parsed == {"answer": "yes"}
+    assert client.calls_made == 3
+
+
+def test_exhausted_retries_are_recorded_and_the_batch_goes_on(stub, llm_settings, tmp_path):
+    stub.state.script["bad"] = ["500"] * 10
+    good = make_requests(stub, 2)
+    bad = make_requests(stub, 1, model="openai/bad")
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(good + bad)
+    assert [r.status for r in results] == ["ok", "ok", "failed"]
+    assert "InternalServerError" in results[2].error
+    assert sum(1 for r in stub.state.requests if r["model"] == "bad") == 4  # 1 + max_retries
+    client.write_call_log(tmp_path / "calls.jsonl")
+    assert len((tmp_path / "calls.jsonl").read_text().splitlines()) == 3
+    # A failure is not cached: a rerun tries again.
+    stub.state.script["bad"] = []
+    (retry,) = ModelClient(llm_settings, "t", progress=False).run(bad)
+    assert retry.status == "ok" and not retry.cache_hit
+
+
+def test_unparseable_response_is_counted_and_kept(stub, llm_settings):
+    stub.state.script["stub"] = ["badjson"]
+    (result,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert result.status == "unparseable"
+    assert result.content == "not json {" and result.parsed is None
+    assert result.error.startswith("invalid JSON")
+
+
+def test_schema_mismatch_is_unparseable(stub, llm_settings):
+    stub.state.content = '{"other": 1}'
+    (result,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert result.status == "unparseable" and "schema mismatch" in result.error
+
+
+def test_garbled_http_body_never_raises(stub, llm_settings):
+    stub.state.script["stub"] = ["garbled"] * 10
+    llm_settings["max_retries"] = 1
+    (result,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert result.status in ("failed", "unparseable")
+    assert result.parsed is None
+
+
+def test_replay_serves_hits_and_refuses_misses(stub, llm_settings):
+    ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    replay = {**llm_settings, "replay": True}
+    (hit,) = ModelClient(replay, "t", progress=False).run(make_requests(stub, 1))
+    assert hit.cache_hit and hit.status == "ok"
+    with pytest.raises(CacheMissError, match="item-01"):
+        ModelClient(replay, "t", progress=False).run(make_requests(stub, 2))
+    assert len(stub.state.requests) == 1
+
+
+def test_concurrency_limit_per_provider(stub, llm_settings):
+    stub.state.latency_s = 0.05
+    llm_settings["concurrency"] = {"default": 32, "openai": 4}
+    ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 20))
+    assert 2 <= stub.state.max_in_flight <= 4
+
+
+def test_litellm_mock_response_takes_the_same_path(llm_settings):
+    reqs = make_requests(None, 2, model="openai/gpt-4o",
+                         params={"temperature": 0.0, "mock_response": '{"answer": "mocked"}'})
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(reqs)
+    assert [r.parsed for r in results] == [{"answer": "mocked"}] * 2
+    assert all(r.cost_usd is not None for r in results)  # litellm knows gpt-4o's price
+    assert all(c["tokens_out"] > 0 for c in client.calls)
+
+
+def test_no_api_key_reaches_any_file(stub, llm_settings, tmp_path, monkeypatch):
+    fake = "sk-test-FAKEKEY-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", fake)
+    stub.state.script["bad"] = ["500"] * 10
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(make_requests(stub, 2) + make_requests(stub, 1, model="openai/bad"))
+    assert results[2].status == "failed" and "<OPENAI_API_KEY>" in results[2].error  # the stub echoed it
+    client.write_call_log(tmp_path / "calls.jsonl")
+    client.cache.close()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert fake.encode() not in path.read_bytes(), path
+
+
+def _fill(path, start, n):
+    cache = ResponseCache(path)
+    for i in range(start, start + n):
+        cache.put(f"key-{i}", {"model": "m"}, {"content": str(i)})
+    cache.close()
+
+
+def test_cache_is_safe_for_two_processes(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_fill, args=(path, start, 300)) for start in (0, 150)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    cache = ResponseCache(path)
+    assert len(cache) == 450
+    assert cache.get("key-449") == {"content": "449"} and cache.get("key-0") == {"content": "0"}
+
+
+def test_prompt_values_are_never_template_source():
+    prompt = Prompt(id="p", version=1, system="sys", user="Trajectory: $trajectory (profile $profile)", schema=None)
+    tricky = "run {x} and {{ x }} then {% for i in y %} costs $5 ${HOME} $trajectory"
+    messages = prompt.messages(trajectory=tricky, profile="{profile}")
+    assert messages[1]["content"] == f"Trajectory: {tricky} (profile {{profile}})"
+    with pytest.raises(KeyError, match="profile"):
+        prompt.messages(trajectory="x")
+
+
+def test_module_sets_offline_cost_map():
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
