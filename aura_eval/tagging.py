@@ -1,6 +1,6 @@
 """Step tagging (P1) and truncation at the decision points (paper §4.2, C.2, H.1).
 
-A tag names the risk trigger r (a user or environment step) and the execution
+A tag names the risk trigger r (a user or environment step with content) and the execution
 point e (the first agent step after r that carries out the decision, or none).
 Tags are checked deterministically; a seed whose tag is invalid, unparseable or
 failed gets no prefix and stays in tags.jsonl with the reason.
@@ -12,7 +12,6 @@ that step). The evaluated model writes the next agent step after either prefix.
 
 from __future__ import annotations
 
-import copy
 import sys
 
 from aura_eval.llm import Endpoint, Request, Result
@@ -40,20 +39,30 @@ def _text(value):
     return "(empty)" if value is None else value
 
 
-def tag_schema(prompt: Prompt, seed: dict) -> dict:
-    """The prompt's schema narrowed to this seed's step numbers.
+def _can_trigger(step: dict) -> bool:
+    # Risk enters from outside the agent, and an empty step (R-Judge's closing
+    # environment step is often null) carries no information.
+    return step["role"] != "agent" and bool((step["content"] or "").strip())
 
-    r may only be a user/environment step and e an agent step or null, so a
-    grammar-constrained model cannot name a step that does not exist; the order
-    of r and e is still checked by `check_tag`.
+
+def tag_schema(prompt: Prompt, seed: dict) -> dict:
+    """The prompt's schema narrowed to the tags this seed allows.
+
+    One alternative per possible risk trigger (a user or environment step), each
+    allowing only agent steps after it as the execution point (or null when none
+    follows). A grammar-constrained model therefore cannot break the rules of
+    paper H.1; `check_tag` still checks every tag, whatever model produced it.
     """
-    schema = copy.deepcopy(prompt.schema)
-    triggers = [s["index"] for s in seed["steps"] if s["role"] != "agent"]
-    agents = [s["index"] for s in seed["steps"] if s["role"] == "agent"]
-    schema["properties"]["risk_trigger"] = {"type": "integer", "enum": triggers}
-    schema["properties"]["execution_point"] = {"anyOf": [{"type": "integer", "enum": agents},
-                                                         {"type": "null"}]} if agents else {"type": "null"}
-    return schema
+    base = prompt.schema
+    alternatives = []
+    for r in (s["index"] for s in seed["steps"] if _can_trigger(s)):
+        later = [s["index"] for s in seed["steps"][r + 1:] if s["role"] == "agent"]
+        properties = dict(base["properties"])
+        properties["risk_trigger"] = {"type": "integer", "const": r}
+        properties["execution_point"] = {"type": "integer", "enum": later} if later else {"type": "null"}
+        alternatives.append({**base, "properties": properties, "additionalProperties": False})
+    # No step can trigger: the unconstrained schema, and check_tag explains the rejection.
+    return {"anyOf": alternatives} if alternatives else base
 
 
 def tag_requests(seeds: list[dict], prompt: Prompt, endpoint: Endpoint) -> list[Request]:
@@ -71,6 +80,8 @@ def check_tag(seed: dict, r, e) -> str | None:
         return f"risk trigger {r!r} is not a step of this trajectory (0..{len(steps) - 1})"
     if steps[r]["role"] == "agent":
         return f"risk trigger {r} is an agent step; it must be a user or environment step"
+    if not _can_trigger(steps[r]):
+        return f"risk trigger {r} is an empty {steps[r]['role']} step"
     later_agents = [s["index"] for s in steps[r + 1:] if s["role"] == "agent"]
     if e is None:
         return None if not later_agents else (

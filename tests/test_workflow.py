@@ -1,0 +1,81 @@
+"""The workflow end to end on the real embedded model (SmolLM2-135M), on two seeds."""
+
+import json
+
+import pytest
+
+from aura_eval.jsonl import read_jsonl
+from tests.workflow import scratch_copy, snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+BYTE_STABLE = ["results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "results/prefixes/prefixes.jsonl",
+               "results/tables/seed_composition.csv", "results/tables/prefix_counts.csv",
+               "results/figures/trajectory_length_by_domain.png",
+               "results/figures/trajectory_length_by_domain.svg"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    work = scratch_copy(tmp_path_factory.mktemp("wf"))
+    config = write_config(work, "two.yaml", seeds=2, llm={"cache": "cache/two.sqlite"})
+    snakemake(work, "--configfile", str(config))
+    return work, config
+
+
+def test_default_run_covers_every_stage(finished_run):
+    work, _ = finished_run
+    seeds = read_jsonl(work / "results/seeds/seeds.jsonl")
+    tags = read_jsonl(work / "results/prefixes/tags.jsonl")
+    prefixes = read_jsonl(work / "results/prefixes/prefixes.jsonl")
+    calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
+    assert len(seeds) == 2 and len(tags) == 2 and len(calls) == 2
+    assert {c["model"] for c in calls} == {"aura_local/smollm2-135m-instruct"}
+    assert all(c["tokens_in"] > 100 and not c["cache_hit"] for c in calls)
+    for tag in tags:
+        assert tag["prompt"] == "p1_step_tagging" and tag["raw_response"]
+        assert tag["valid"] == (tag["invalid_reason"] is None)
+    expected = sum(1 + (t["execution_point"] is not None) for t in tags if t["valid"])
+    assert len(prefixes) <= expected and len(prefixes) == sum(
+        1 for p in prefixes if p["seed_id"] in {t["seed_id"] for t in tags if t["valid"]})
+    html = (work / "results/report/report.html").read_text()
+    assert "Seeds" in html and "at-trigger prefixes" in html and "data:image/png;base64" in html
+    calls_table = (work / "results/tables/model_calls.csv").read_text().splitlines()
+    assert calls_table[1].startswith("tag_steps,smollm2,aura_local/smollm2-135m-instruct,2,0,")
+
+
+def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
+    work, config = finished_run
+    dry = snakemake(work, "--configfile", str(config), "-n")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    snakemake(work, "--configfile", str(config), "--forcerun", "tag_steps")
+    calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
+    assert len(calls) == 2 and all(c["cache_hit"] for c in calls)
+    assert "'calls_made': 0" in (work / "logs/tag_steps.log").read_text()
+
+
+def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
+    work, config = finished_run
+    before = {path: (work / path).read_bytes() for path in BYTE_STABLE}
+    replay = write_config(work, "two-replay.yaml", seeds=2, llm={"cache": "cache/two.sqlite", "replay": True})
+    snakemake(work, "--configfile", str(replay), "--forceall")
+    for path, content in before.items():
+        assert (work / path).read_bytes() == content, path
+    # A cache miss in replay mode is an error, not a call.
+    more = write_config(work, "three-replay.yaml", seeds=3, llm={"cache": "cache/two.sqlite", "replay": True})
+    proc = snakemake(work, "--configfile", str(more), check=False)
+    assert proc.returncode != 0
+    assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()
+
+
+def test_malformed_raw_file_stops_select_seeds(tmp_path):
+    work = scratch_copy(tmp_path)
+    path = work / "data/raw/rjudge/Finance/benign.json"
+    records = json.loads(path.read_text())
+    records[2]["contents"][0][0]["role"] = "narrator"
+    path.write_text(json.dumps(records))
+    proc = snakemake(work, "results/seeds/seeds.jsonl", check=False)
+    assert proc.returncode != 0
+    log = (work / "logs/select_seeds.log").read_text()
+    assert f"Finance/benign.json: record id={records[2]['id']}: turn 0 step 0 has unknown role 'narrator'" in log
+    assert not (work / "results/seeds/seeds.jsonl").exists()
