@@ -58,7 +58,7 @@ def tag_schema(prompt: Prompt, seed: dict) -> dict:
     for r in (s["index"] for s in seed["steps"] if _can_trigger(s)):
         later = [s["index"] for s in seed["steps"][r + 1:] if s["role"] == "agent"]
         properties = dict(base["properties"])
-        properties["risk_trigger"] = {"type": "integer", "const": r}
+        properties["risk_trigger"] = {"type": "integer", "enum": [r]}
         properties["execution_point"] = {"type": "integer", "enum": later} if later else {"type": "null"}
         alternatives.append({**base, "properties": properties, "additionalProperties": False})
     # No step can trigger: the unconstrained schema, and check_tag explains the rejection.

@@ -100,3 +100,11 @@ class StubServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def serve_in_subprocess(latency_s: float, port_queue) -> None:
+    """Target for multiprocessing: serve until killed (benchmarks keep its CPU apart)."""
+    server = StubServer()
+    server.state.latency_s = latency_s
+    port_queue.put(server.httpd.server_address[1])
+    server.httpd.serve_forever()

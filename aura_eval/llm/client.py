@@ -120,14 +120,29 @@ class Result:
                 "status": self.status, "raw_response": self.content, "error": self.error}
 
 
+def _secrets() -> list[tuple[str, str]]:
+    return [(name, value) for name, value in os.environ.items()
+            if len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)", name.upper())]
+
+
 def scrub_secrets(text: str | None) -> str | None:
-    """Replace the value of any secret-looking environment variable in `text`."""
+    """Replace the value of any secret-looking environment variable in `text` by its name."""
     if not text:
         return text
-    for name, value in os.environ.items():
-        if len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)", name.upper()) and value in text:
+    for name, value in _secrets():
+        if value in text:
             text = text.replace(value, f"<{name}>")
     return text
+
+
+_validators: dict[str, jsonschema.protocols.Validator] = {}
+
+
+def _validator(schema: dict):
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _validators:
+        _validators[key] = jsonschema.validators.validator_for(schema)(schema)
+    return _validators[key]
 
 
 def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, str | None]:
@@ -143,10 +158,9 @@ def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, s
     except json.JSONDecodeError as err:
         return None, f"invalid JSON: {err.msg} at char {err.pos}"
     if schema is not None:
-        try:
-            jsonschema.validate(obj, schema)
-        except jsonschema.ValidationError as err:
-            return None, f"schema mismatch: {err.message[:300]}"
+        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(obj))
+        if error is not None:
+            return None, f"schema mismatch: {error.message[:300]}"
     return obj, None
 
 
