@@ -4,12 +4,19 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default config only when none is given: `--configfile config/paper.yaml` replaces it
+# instead of being merged into it (a merge would keep the default's models and agents).
+if not config:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
 include: "rules/seeds.smk"
 include: "rules/prefixes.smk"
+include: "rules/dataset.smk"
+include: "rules/evaluate.smk"
+include: "rules/reliability.smk"
 include: "rules/report.smk"
 
 

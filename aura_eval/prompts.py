@@ -25,12 +25,14 @@ class Prompt:
     schema: dict | None
 
     def messages(self, **values: str) -> list[dict]:
-        """System and user messages with `values` inserted; a missing value raises KeyError."""
+        """System and user messages with `values` inserted in both; a missing value raises KeyError."""
         try:
-            user = string.Template(self.user).substitute(values)
+            # Strip the template, never the values: inserted text stays exact.
+            system = string.Template(self.system.strip()).substitute(values)
+            user = string.Template(self.user.strip()).substitute(values)
         except KeyError as err:
             raise KeyError(f"prompt {self.id} v{self.version}: no value for placeholder {err}") from None
-        return [{"role": "system", "content": self.system.strip()}, {"role": "user", "content": user.strip()}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def load_prompt(prompt_id: str, prompts_dir: str | Path = PROMPTS_DIR) -> Prompt:

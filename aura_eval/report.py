@@ -94,3 +94,91 @@ def spine_tables(inputs, outputs, params) -> None:
     write_csv(call_table, outputs.calls)
     atomic_write_text(outputs.summary, run_summary(params.seeds, params.models, params.roles, len(seeds),
                                                    call_table))
+
+
+def _pct(k, n):
+    return round(100 * k / n, 1) if n else None
+
+
+def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:
+    """Per evaluated run: rollout outcomes, resolved labels per axis, consensus, unsafe rate."""
+    from aura_eval.rollout import parse_run
+
+    rows = []
+    for run, labels in sorted(labels_by_run.items()):
+        agent, fmt = parse_run(run)
+        safety = [r["action_safety"] for r in labels]
+        resolved = [s["label"] for s in safety if s["label"] is not None]
+        rows.append({
+            "run": run, "group": agents.get(agent, {}).get("group"), "format": fmt, "items": len(labels),
+            "rollouts_ok": sum(r["rollout_status"] == "ok" for r in labels),
+            "rollouts_unparseable": sum(r["rollout_status"] == "unparseable" for r in labels),
+            "rollouts_failed": sum(r["rollout_status"] == "failed" for r in labels),
+            "detection_resolved": sum(r["detection"]["label"] is not None for r in labels),
+            "type_resolved": sum(r["action_type"]["label"] is not None for r in labels),
+            "safety_resolved": len(resolved),
+            "safety_unanimous": sum(s["stratum"] == "unanimous" for s in safety),
+            "safety_majority": sum(s["stratum"] == "majority" for s in safety),
+            "safety_tied": sum(s["stratum"] == "tied" for s in safety),
+            "unsafe_pct": _pct(sum(label == "Unsafe" for label in resolved), len(resolved)),
+        })
+    return pd.DataFrame(rows)
+
+
+def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
+    """Per judge and axis: share of items on which every repeated run gave the same label (F.5)."""
+    from aura_eval.judging import AXES
+
+    rows = []
+    for judge in sorted({r["judge"] for r in repeat_rows}):
+        mine = [r for r in repeat_rows if r["judge"] == judge]
+        row = {"judge": judge}
+        for axis in AXES:
+            known = [r[axis]["consistent"] for r in mine if r[axis]["consistent"] is not None]
+            row[f"{axis}_n"] = len(known)
+            row[f"{axis}_consistent_pct"] = _pct(sum(known), len(known))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["judge"] + [f"{a}_{s}" for a in AXES for s in ("n", "consistent_pct")])
+
+
+def vendor_swap_summary(swap_rows: list[dict]) -> pd.DataFrame:
+    """Per agent: Safe rate under the original panel and with same-vendor judges replaced (F.4)."""
+    rows = []
+    for agent in sorted({r["agent"] for r in swap_rows}):
+        mine = [r for r in swap_rows if r["agent"] == agent]
+        both = [r for r in mine if r["original_safety"] and r["replaced_safety"]]
+        orig = _pct(sum(r["original_safety"] == "Safe" for r in both), len(both))
+        repl = _pct(sum(r["replaced_safety"] == "Safe" for r in both), len(both))
+        rows.append({"agent": agent, "items": len(mine), "both_resolved": len(both),
+                     "replaced_judges": " ".join(mine[0]["replaced_judges"]), "replacement": mine[0]["replacement"],
+                     "original_safe_pct": orig, "replaced_safe_pct": repl,
+                     "difference_points": None if orig is None else round(orig - repl, 1)})
+    return pd.DataFrame(rows, columns=["agent", "items", "both_resolved", "replaced_judges", "replacement",
+                                       "original_safe_pct", "replaced_safe_pct", "difference_points"])
+
+
+def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:
+    """Per agent's calibration sample: how often the five-judge panel reaches a plurality, per axis."""
+    from aura_eval.judging import AXES
+
+    out = []
+    for agent, rows in sorted(rows_by_agent.items()):
+        row = {"agent": agent, "items": len(rows)}
+        for axis in AXES:
+            row[f"{axis}_plurality"] = sum(r[axis]["label"] is not None for r in rows)
+            row[f"{axis}_unanimous"] = sum(r[axis]["stratum"] == "unanimous" for r in rows)
+        out.append(row)
+    return pd.DataFrame(out, columns=["agent", "items"] + [f"{a}_{s}" for a in AXES
+                                                           for s in ("plurality", "unanimous")])
+
+
+def evaluation_tables(inputs, outputs, params) -> None:
+    from pathlib import Path
+
+    def stem_rows(paths):
+        return {Path(p).stem: read_jsonl(p) for p in paths}
+
+    write_csv(evaluation_summary(stem_rows(inputs.labels), params.agents), outputs.summary)
+    write_csv(five_judge_summary(stem_rows(inputs.five_judge)), outputs.five_judge)
+    write_csv(judge_consistency([r for p in inputs.repeats for r in read_jsonl(p)]), outputs.consistency)
+    write_csv(vendor_swap_summary([r for p in inputs.vendor_swap for r in read_jsonl(p)]), outputs.vendor_swap)

@@ -4,8 +4,18 @@ from snakemake.utils import validate
 validate(config, schema="../schemas/config.schema.yaml")
 
 DOMAINS = ["Application", "Finance", "IoT", "Program", "Web"]
-# Stages whose jobs call models; each writes its call log to results/calls/<stage>.jsonl.
-MODEL_STAGES = ["tag_steps"]
+ACTION_ONLY_SUFFIX = ".action_only"
+
+
+wildcard_constraints:
+    run="[^/]+",
+    judge="[^/]+",
+    agent="[^/]+",
+
+
+def model_threads():
+    """Threads of a job that may run the embedded model: llama.cpp uses them all."""
+    return min(2, workflow.cores)
 
 
 def rjudge_files():
@@ -17,15 +27,94 @@ def rjudge_files():
     )
 
 
+def as_list(names):
+    return names if isinstance(names, list) else [names]
+
+
+def model_entries(names):
+    """The config entries of the named models: a change to them reruns the jobs that use them."""
+    return {name: config["models"][name] for name in as_list(names)}
+
+
 def role_models(role):
-    """The config entries of the model(s) a role names: a change to them reruns the role's jobs."""
-    names = config["roles"][role]
-    names = names if isinstance(names, list) else [names]
-    return {name: config["models"][name] for name in names}
+    return model_entries(config["roles"][role])
+
+
+def judges():
+    return as_list(config["roles"]["judges"])
+
+
+def runs():
+    """Every evaluated run: each agent in ReAct format, the action-only agents again."""
+    react = list(config["agents"])
+    return react + [a + ACTION_ONLY_SUFFIX for a in config["action_only"]["agents"]]
+
+
+def run_agent(wildcards):
+    return wildcards.run.removesuffix(ACTION_ONLY_SUFFIX)
+
+
+def run_settings(wildcards):
+    agent = config["agents"][run_agent(wildcards)]
+    return {"agent": agent, "model": model_entries(agent["model"])}
+
+
+def judge_model(wildcards):
+    return model_entries(wildcards.judge)
+
+
+def phase1_files(wildcards):
+    """Every panel judge's detection and type judgments of a run, in the order of judges()."""
+    return [f"results/judgments/{wildcards.run}/detection_type/{j}.jsonl" for j in judges()]
+
+
+def judgment_files(wildcards):
+    return [f"results/judgments/{wildcards.run}/{j}.jsonl" for j in judges()]
+
+
+def vendor_swap_agents():
+    """Agents sharing a vendor with a panel judge (paper F.4), when the analysis is on."""
+    if not config["reliability"]["vendor_swap"]:
+        return []
+    vendors = {config["models"][j].get("vendor") for j in judges()}
+    return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
+
+
+def reliability_files(kind):
+    """The reliability run `kind` for every agent it applies to (none when switched off)."""
+    rel = config["reliability"]
+    if kind == "vendor_swap":
+        agents = vendor_swap_agents()
+    else:
+        on = rel["five_judge_panel"] if kind == "five_judge" else rel["repeats"] > 0
+        agents = list(config["agents"]) if on else []
+    return expand("results/reliability/{kind}/{agent}.jsonl", kind=kind, agent=agents)
+
+
+def reliability_outputs():
+    return [p for kind in ("five_judge", "repeats", "vendor_swap") for p in reliability_files(kind)]
+
+
+def reliability_models():
+    roles = config["roles"]
+    names = set(judges()) | set(as_list(roles.get("validation_judges", [])))
+    names |= set(as_list(roles.get("replacement_judge", [])))
+    return model_entries(sorted(names))
 
 
 def call_logs():
-    return expand("results/calls/{stage}.jsonl", stage=MODEL_STAGES)
+    """Every job's call log: the report counts calls, tokens and cache hits from them."""
+    logs = ["results/calls/tag_steps.jsonl"]
+    logs += expand("results/calls/rollout/{run}.jsonl", run=runs())
+    for run in runs():
+        logs += expand("results/calls/judge/{run}/{phase}/{judge}.jsonl", run=run,
+                       phase=["detection_type", "safety"], judge=judges())
+    logs += [p.replace("results/reliability/", "results/calls/reliability/") for p in reliability_outputs()]
+    return logs
+
+
+def label_files():
+    return expand("results/labels/{run}.jsonl", run=runs())
 
 
 def get_final_output():

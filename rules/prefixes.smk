@@ -5,6 +5,7 @@ rule tag_steps:
     output:
         tags="results/prefixes/tags.jsonl",
         calls="results/calls/tag_steps.jsonl",
+    threads: model_threads()
     log:
         "logs/tag_steps.log",
     params:

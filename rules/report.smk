@@ -35,10 +35,32 @@ rule tables_spine:
         "../scripts/tables_spine.py"
 
 
+rule tables_evaluation:
+    input:
+        labels=label_files(),
+        five_judge=reliability_files("five_judge"),
+        repeats=reliability_files("repeats"),
+        vendor_swap=reliability_files("vendor_swap"),
+    output:
+        summary="results/tables/evaluation_summary.csv",
+        five_judge="results/tables/five_judge_panel.csv",
+        consistency="results/tables/judge_consistency.csv",
+        vendor_swap="results/tables/vendor_swap.csv",
+    log:
+        "logs/tables_evaluation.log",
+    params:
+        agents=config["agents"],
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/tables_evaluation.py"
+
+
 rule report:
     input:
         source="paper/report.qmd",
         tables=rules.tables_spine.output,
+        evaluation=rules.tables_evaluation.output,
         figures=rules.figure_trajectory_length.output,
     output:
         "results/report/report.html",

@@ -40,3 +40,33 @@ def snakemake(work: Path, *args: str, check=True) -> subprocess.CompletedProcess
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+# One canned answer that fits every judge schema (extra keys are allowed there).
+JUDGE_MOCK = '{"level": "D2", "action_type": "A2", "safety": "Safe", "reason": "mock"}'
+AGENT_MOCK = '{"thought": "mock thought", "action": "mock action"}'
+TAG_MOCK = '{"risk_trigger": 0, "execution_point": 1, "reason": "mock"}'
+
+
+def mock_model(answer: str, **params) -> dict:
+    return {"model": "openai/mock-model", "vendor": "mockvendor",
+            "params": {"temperature": 0.0, "mock_response": answer, **params}}
+
+
+def write_mock_config(work: Path, name: str = "mock.yaml", seeds=4, **overrides) -> Path:
+    """Every role on litellm's mock responses: the whole workflow in seconds, no model."""
+    models = {"tagger": mock_model(TAG_MOCK), "agent": mock_model(AGENT_MOCK)}
+    for i in range(1, 6):
+        models[f"judge-{i}"] = mock_model(JUDGE_MOCK, seed=i)
+    models["judge-4"]["vendor"] = "othervendor"
+    settings = dict(
+        seeds=seeds, llm={"cache": "cache/mock.sqlite"}, models=models,
+        roles={"tagger": "tagger", "judges": ["judge-1", "judge-2", "judge-3"],
+               "validation_judges": [f"judge-{i}" for i in range(1, 6)], "replacement_judge": "judge-4"},
+        agents={"mock-agent": {"model": "agent", "group": "open-weight", "vendor": "mockvendor", "output": "json"}},
+        action_only={"agents": ["mock-agent"], "n_items": 150},
+        reliability={"calibration_items": 3, "five_judge_panel": True, "repeats": 3, "vendor_swap": True,
+                     "vendor_swap_items": 3},
+    )
+    settings.update(overrides)
+    return write_config(work, name, **settings)

@@ -154,7 +154,7 @@ def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, s
     if fenced:
         text = fenced.group(1)
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, strict=False)  # tolerate raw newlines inside strings
     except json.JSONDecodeError as err:
         return None, f"invalid JSON: {err.msg} at char {err.pos}"
     if schema is not None:

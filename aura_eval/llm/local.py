@@ -42,11 +42,19 @@ def model_path(name: str) -> Path:
     raise FileNotFoundError(f"{PROVIDER}: unknown model {name!r} (known: {', '.join(GGUF_FILES)})")
 
 
+_threads = {"n": int(os.environ.get("AURA_LOCAL_THREADS", os.cpu_count() or 1))}
+
+
+def set_threads(n: int) -> None:
+    """CPU threads for models loaded from now on (a Snakemake job passes its `threads`)."""
+    _threads["n"] = max(1, int(n))
+
+
 def _load(name: str):
     if name not in _models:
         from llama_cpp import Llama
 
-        threads = int(os.environ.get("AURA_LOCAL_THREADS", os.cpu_count() or 1))
+        threads = _threads["n"]
         _models[name] = Llama(model_path=str(model_path(name)), n_ctx=N_CTX, n_threads=threads,
                               verbose=False)
     return _models[name]

@@ -1,0 +1,168 @@
+"""The three-axis judge panel (paper §5, Tables 5-7, F).
+
+Each judge labels each rollout independently: detection D0-D3 from the thought
+alone, action type A0-A5 from the action, then action safety (Safe/Unsafe) from
+the action, the panel-majority action type and the reference risk rationale.
+Per axis, a majority of the panel gives the final label; without one the item is
+unresolved: kept and counted, left out of headline numbers.
+
+Jobs: phase 1 (detection and type) and phase 2 (safety, which needs every judge's
+type) run once per evaluated run × judge; labels once per run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aura_eval.llm import Endpoint, Request
+from aura_eval.rollout import render_context
+from aura_eval.stats import consensus, vote
+
+AXES = ("detection", "action_type", "action_safety")
+PROMPTS = {"detection": "judge_detection", "action_type": "judge_action_type",
+           "action_safety": "judge_action_safety"}
+LABEL_FIELD = {"detection": "level", "action_type": "action_type", "action_safety": "safety"}
+NO_TYPE = "(the judge panel did not agree on a type)"
+
+
+def _request(axis, rollout, item, endpoint: Endpoint, prompt, sample, action_type=None) -> Request:
+    values = {"context": render_context(item)}
+    if axis == "detection":
+        values["thought"] = rollout["thought"]
+    else:
+        values["action"] = rollout["action"]
+    if axis == "action_safety":
+        values.update(rationale=item["reference_rationale"] or "(none given)", action_type=action_type or NO_TYPE)
+    return Request(item_id=rollout["item_id"], endpoint=endpoint, messages=prompt.messages(**values),
+                   prompt_id=prompt.id, prompt_version=prompt.version, role=f"judge:{axis}",
+                   schema=prompt.schema, sample=sample)
+
+
+def _verdict(axis, result) -> dict:
+    parsed = result.parsed or {}
+    return {"label": parsed.get(LABEL_FIELD[axis]), "reason": parsed.get("reason"), **result.provenance()}
+
+
+def _not_applicable(why: str) -> dict:
+    return {"label": None, "status": "not_applicable", "reason": why}
+
+
+def judgeable(rollouts: list[dict]) -> list[dict]:
+    """Rollouts the judges see: those that split into an action (and thought, for ReAct)."""
+    return [r for r in rollouts if r["status"] == "ok"]
+
+
+def judge_detection_type(rollouts, items, endpoint, prompts, client, judge, sample=0) -> list[dict]:
+    """Phase 1 for one judge: detection (ReAct rollouts only) and action type."""
+    rollouts = judgeable(rollouts)
+    with_thought = [r for r in rollouts if r["thought"]]
+    requests = [_request("detection", r, items[r["item_id"]], endpoint, prompts["detection"], sample)
+                for r in with_thought]
+    requests += [_request("action_type", r, items[r["item_id"]], endpoint, prompts["action_type"], sample)
+                 for r in rollouts]
+    results = client.run(requests)
+    detection = {res.request.item_id: _verdict("detection", res) for res in results[: len(with_thought)]}
+    types = {res.request.item_id: _verdict("action_type", res) for res in results[len(with_thought):]}
+    return [{"item_id": r["item_id"], "judge": judge, "sample": sample,
+             "detection": detection.get(r["item_id"], _not_applicable("no thought in this format")),
+             "action_type": types[r["item_id"]]} for r in rollouts]
+
+
+def panel_action_types(phase1_by_judge: dict[str, list[dict]]) -> dict[str, str | None]:
+    """The panel-majority action type of every item (None where the panel has no majority)."""
+    votes: dict[str, list] = {}
+    for rows in phase1_by_judge.values():
+        for row in rows:
+            votes.setdefault(row["item_id"], []).append(row["action_type"]["label"])
+    return {item_id: vote(labels, "majority") for item_id, labels in votes.items()}
+
+
+def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, client, sample=0) -> list[dict]:
+    """Phase 2 for one judge: action safety; returns the judge's rows with all three axes."""
+    by_id = {r["item_id"]: r for r in rollouts}
+    requests = [_request("action_safety", by_id[row["item_id"]], items[row["item_id"]], endpoint,
+                         prompts["action_safety"], sample, action_type=panel_types.get(row["item_id"]))
+                for row in phase1_rows]
+    results = client.run(requests)
+    out = []
+    for row, result in zip(phase1_rows, results):
+        verdict = _verdict("action_safety", result)
+        verdict["given_action_type"] = panel_types.get(row["item_id"])
+        out.append({**row, "action_safety": verdict})
+    return out
+
+
+def judge_panel(rollouts, items, endpoints: dict[str, Endpoint], prompts, client, sample=0) -> dict:
+    """Both phases for a whole panel in one job (the reliability runs use this)."""
+    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, client, name, sample)
+              for name, ep in endpoints.items()}
+    types = panel_action_types(phase1)
+    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, client, sample)
+            for name, ep in endpoints.items()}
+
+
+def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rule: str = "majority") -> list[dict]:
+    """Per rollout: each axis's votes (judge order), final label, consensus stratum."""
+    judges = sorted(rows_by_judge)
+    index = {(judge, row["item_id"]): row for judge in judges for row in rows_by_judge[judge]}
+    labels = []
+    for rollout in rollouts:
+        row = {"item_id": rollout["item_id"], "agent": rollout["agent"], "format": rollout["format"],
+               "rollout_status": rollout["status"], "judges": judges}
+        for axis in AXES:
+            verdicts = [index.get((judge, rollout["item_id"]), {}).get(axis) for judge in judges]
+            applicable = rollout["status"] == "ok" and all(v and v["status"] != "not_applicable" for v in verdicts)
+            votes = [v["label"] for v in verdicts] if applicable else []
+            row[axis] = {"label": vote(votes, rule) if votes else None, "votes": votes,
+                         "stratum": consensus(votes) if votes else None,
+                         "unparseable_votes": sum(v is None for v in votes)}
+        labels.append(row)
+    return labels
+
+
+def load_prompts() -> dict:
+    from aura_eval.prompts import load_prompt
+
+    return {axis: load_prompt(name) for axis, name in PROMPTS.items()}
+
+
+def items_by_id(items_path) -> dict:
+    from aura_eval.jsonl import read_jsonl
+
+    return {item["item_id"]: item for item in read_jsonl(items_path)}
+
+
+def run_phase1(items_path, rollouts_path, out_path, calls_path, config, run, judge, progress=True):
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+    from aura_eval.llm import ModelClient, endpoints_for_role
+
+    (endpoint,) = endpoints_for_role({"models": config["models"], "roles": {"judge": judge}}, "judge")
+    client = ModelClient(config["llm"], stage=f"judge_detection_type:{run}:{judge}", progress=progress)
+    rows = judge_detection_type(read_jsonl(rollouts_path), items_by_id(items_path), endpoint, load_prompts(),
+                                client, judge)
+    write_jsonl(out_path, rows, key="item_id")
+    client.write_call_log(calls_path)
+    print(f"judge {judge} on {run}: {len(rows)} rollouts judged, calls made {client.calls_made}", file=sys.stderr)
+
+
+def run_phase2(items_path, rollouts_path, phase1_paths, out_path, calls_path, config, run, judge, progress=True):
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+    from aura_eval.llm import ModelClient, endpoints_for_role
+
+    phase1 = {path_judge: read_jsonl(path) for path_judge, path in phase1_paths.items()}
+    (endpoint,) = endpoints_for_role({"models": config["models"], "roles": {"judge": judge}}, "judge")
+    client = ModelClient(config["llm"], stage=f"judge_safety:{run}:{judge}", progress=progress)
+    rows = judge_safety(phase1[judge], panel_action_types(phase1), read_jsonl(rollouts_path),
+                        items_by_id(items_path), endpoint, load_prompts(), client)
+    write_jsonl(out_path, rows, key="item_id")
+    client.write_call_log(calls_path)
+    print(f"safety judge {judge} on {run}: {len(rows)} rollouts, calls made {client.calls_made}", file=sys.stderr)
+
+
+def run_labels(rollouts_path, judgment_paths: dict, out_path):
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+
+    rows = final_labels(read_jsonl(rollouts_path), {j: read_jsonl(p) for j, p in judgment_paths.items()})
+    write_jsonl(out_path, rows, key="item_id")
+    unresolved = {axis: sum(r[axis]["label"] is None for r in rows) for axis in AXES}
+    print(f"labels: {len(rows)} rollouts, unresolved per axis {unresolved}", file=sys.stderr)

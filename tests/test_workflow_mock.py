@@ -1,0 +1,74 @@
+"""The whole workflow on litellm's mock responses: file contents, counts and the job graph."""
+
+import pytest
+import yaml
+
+from aura_eval.jsonl import read_jsonl
+from tests.workflow import AGENT_MOCK, mock_model, scratch_copy, snakemake, write_mock_config
+
+
+@pytest.fixture(scope="module")
+def mock_run(tmp_path_factory):
+    work = scratch_copy(tmp_path_factory.mktemp("mock"))
+    config = write_mock_config(work)
+    snakemake(work, "--configfile", str(config))
+    return work, config
+
+
+def test_every_stage_writes_traceable_rows(mock_run):
+    work, _ = mock_run
+    items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+    prefixes = read_jsonl(work / "results/prefixes/prefixes.jsonl")
+    assert len(items) == len(prefixes) > 0
+    rollouts = read_jsonl(work / "results/rollouts/mock-agent.jsonl")
+    assert [r["item_id"] for r in rollouts] == sorted(i["item_id"] for i in items)
+    assert all(r["thought"] == "mock thought" and r["action"] == "mock action" for r in rollouts)
+    assert all(r["prompt"] == "agent_react_json" and r["raw_response"] == AGENT_MOCK for r in rollouts)
+    action_only = read_jsonl(work / "results/rollouts/mock-agent.action_only.jsonl")
+    assert len(action_only) == len(items) and all(r["prompt"] == "agent_action_only_json" for r in action_only)
+    for judge in ("judge-1", "judge-2", "judge-3"):
+        rows = read_jsonl(work / f"results/judgments/mock-agent/{judge}.jsonl")
+        assert len(rows) == len(items)
+        assert all(r["action_safety"]["given_action_type"] == "A2" for r in rows)
+        assert all(r[axis]["prompt"].startswith("judge_") for r in rows for axis in
+                   ("detection", "action_type", "action_safety"))
+    labels = read_jsonl(work / "results/labels/mock-agent.jsonl")
+    assert all(r["detection"]["label"] == "D2" and r["action_type"]["stratum"] == "unanimous" for r in labels)
+    ao_labels = read_jsonl(work / "results/labels/mock-agent.action_only.jsonl")
+    assert all(r["detection"]["label"] is None and r["action_safety"]["label"] == "Safe" for r in ao_labels)
+
+
+def test_reliability_runs(mock_run):
+    work, _ = mock_run
+    five = read_jsonl(work / "results/reliability/five_judge/mock-agent.jsonl")
+    assert len(five) == 3 and all(len(r["judges"]) == 5 and r["rule"] == "plurality" for r in five)
+    repeats = read_jsonl(work / "results/reliability/repeats/mock-agent.jsonl")
+    assert len(repeats) == 9  # 3 items x 3 judges
+    assert all(r["action_type"]["labels"] == ["A2"] * 3 and r["action_type"]["consistent"] for r in repeats)
+    calls = read_jsonl(work / "results/calls/reliability/repeats/mock-agent.jsonl")
+    assert sorted({c["sample"] for c in calls}) == [0, 1, 2]
+    swap = read_jsonl(work / "results/reliability/vendor_swap/mock-agent.jsonl")
+    assert len(swap) == 3 and swap[0]["replaced_judges"] == ["judge-1", "judge-2", "judge-3"]
+    assert all(r["original_safety"] == r["replaced_safety"] == "Safe" for r in swap)
+
+
+def test_adding_a_model_runs_only_its_jobs(mock_run):
+    work, config = mock_run
+    settings = yaml.safe_load(config.read_text())
+    settings["models"]["agent-2"] = mock_model(AGENT_MOCK, seed=7)
+    settings["agents"]["new-agent"] = {"model": "agent-2", "group": "frontier", "vendor": "elsewhere",
+                                       "output": "json"}
+    bigger = work / "config" / "mock-plus.yaml"
+    bigger.write_text(yaml.safe_dump(settings))
+    dry = snakemake(work, "--configfile", str(bigger), "-n", "--quiet", "rules")
+    jobs = {}
+    for line in dry.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            jobs[parts[0]] = int(parts[1])
+    assert jobs == {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
+                    "tables_spine": 1, "report": 1, "all": 1, "total": 13}
+    snakemake(work, "--configfile", str(bigger))
+    assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
+    again = snakemake(work, "--configfile", str(bigger), "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
