@@ -31,3 +31,144 @@ def consensus(labels: list) -> str:
     if labels and labels[0] is not None and all(label == labels[0] for label in labels):
         return UNANIMOUS
     return MAJORITY if vote(labels, "majority") is not None else TIED
+
+
+# -- intervals and agreement ----------------------------------------------------
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials, as proportions (NaN, NaN when n == 0)."""
+    import math
+
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n == 0:
+        return (math.nan, math.nan)
+    low, high = proportion_confint(k, n, alpha=1 - level, method="wilson")
+    return (float(low), float(high))
+
+
+def _coded(data):
+    """An observers × units float array; labels that are not numbers become integer codes."""
+    import numpy as np
+
+    rows = [list(row) for row in data]
+    values = sorted({v for row in rows for v in row if not _missing(v)}, key=str)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return np.array([[np.nan if _missing(v) else float(v) for v in row] for row in rows], dtype=float)
+    codes = {v: i for i, v in enumerate(values)}
+    return np.array([[np.nan if _missing(v) else codes[v] for v in row] for row in rows], dtype=float)
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def krippendorff_alpha(data, level: str) -> float:
+    """Krippendorff's alpha for an observers × units array (None or NaN = missing).
+
+    `level` is required ("nominal", "ordinal", "interval", "ratio"): the krippendorff
+    package would otherwise assume interval data. Non-numeric labels are coded as
+    integers in sorted order, which only "nominal" treats correctly.
+    """
+    import krippendorff
+
+    if level not in ("nominal", "ordinal", "interval", "ratio"):
+        raise ValueError(f"level must be nominal, ordinal, interval or ratio, got {level!r}")
+    return float(krippendorff.alpha(reliability_data=_coded(data), level_of_measurement=level))
+
+
+def observed_agreement(data) -> float:
+    """Krippendorff's percent agreement P_o = 1 - D_o for nominal data.
+
+    Over the pairable values (units with at least two observers), the share of
+    ordered value pairs within a unit that agree, each unit weighted by its number
+    of pairable values as in Krippendorff's coincidence matrix. NaN when no unit
+    has two values.
+    """
+    import numpy as np
+
+    coded = _coded(data)
+    agree, pairable = 0.0, 0
+    for unit in coded.T:
+        values = unit[~np.isnan(unit)]
+        m = len(values)
+        if m < 2:
+            continue
+        _, counts = np.unique(values, return_counts=True)
+        agree += float((counts * (counts - 1)).sum()) / (m - 1)
+        pairable += m
+    return agree / pairable if pairable else float("nan")
+
+
+# -- seed-clustered bootstrap (paper I.1) ---------------------------------------
+
+def cluster_weights(cluster_ids, n_resamples: int, seed: int):
+    """(clusters, W): W[r, c] is how often cluster c is drawn in resample r.
+
+    Each resample draws as many clusters as there are, with replacement, from a
+    fresh numpy default_rng(seed); a drawn cluster brings all its rows.
+    """
+    import numpy as np
+
+    clusters, index = np.unique(np.asarray(cluster_ids), return_inverse=True)
+    n = len(clusters)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(n_resamples, n))
+    offsets = (np.arange(n_resamples) * n)[:, None]
+    weights = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+    return clusters, index, weights
+
+
+def cluster_sums(index, values, n_clusters: int):
+    import numpy as np
+
+    return np.bincount(index, weights=values, minlength=n_clusters)
+
+
+def percentile_interval(samples, level: float):
+    """Percentile interval of the finite samples (NaN resamples are left out)."""
+    import numpy as np
+
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return (float("nan"), float("nan"))
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return (float(low), float(high))
+
+
+def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = 10_000, seed: int = 42,
+                      level: float = 0.95) -> tuple[float, float, float]:
+    """NSP unsafe rate minus SP unsafe rate, with a seed-clustered percentile interval.
+
+    Rows are resampled by source seed: each resample draws seed ids with replacement
+    and every drawn seed brings all its rows. The NSP rate's denominator is the NSP
+    rows with a resolved label, the SP rate's the SP rows; `unsafe` is 1, 0 or NaN
+    (unresolved: the row is left out of both numerator and denominator). A resample
+    that draws no resolved NSP row or no resolved SP row has no difference; it is
+    left out of the percentiles, which are taken over the remaining resamples. The
+    generator is numpy default_rng(seed), started afresh on every call (so for each
+    model). Returns (difference, low, high) as proportions; NaN when the full data
+    lack NSP or SP rows.
+    """
+    import numpy as np
+
+    unsafe = np.asarray(unsafe, dtype=float)
+    is_nsp = np.asarray(is_nsp, dtype=bool)
+    resolved = ~np.isnan(unsafe)
+    clusters, index, weights = cluster_weights(seed_ids, n_resamples, seed)
+    n = len(clusters)
+    parts = {}
+    for name, mask in (("nsp", is_nsp & resolved), ("sp", ~is_nsp & resolved)):
+        parts[name] = (cluster_sums(index, np.where(mask, np.nan_to_num(unsafe), 0.0), n),
+                       cluster_sums(index, mask.astype(float), n))
+
+    def rates(w):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {k: (w @ num) / (w @ den) for k, (num, den) in parts.items()}
+
+    full = rates(np.ones(n))
+    diff = float(full["nsp"] - full["sp"])
+    boot = rates(weights.astype(float))
+    low, high = percentile_interval(boot["nsp"] - boot["sp"], level)
+    return diff, low, high

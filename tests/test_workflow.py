@@ -9,7 +9,11 @@ from tests.workflow import scratch_copy, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-BYTE_STABLE = ["results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "results/prefixes/prefixes.jsonl",
+SMALL = {"calibration_items": 1, "five_judge_panel": True, "repeats": 2, "vendor_swap": True, "vendor_swap_items": 1}
+BYTE_STABLE = ["results/dataset/aura_eval.jsonl", "results/rollouts/smollm2-135m.jsonl",
+               "results/judgments/smollm2-135m/smollm2-judge-2.jsonl", "results/labels/smollm2-135m.jsonl",
+               "results/reliability/repeats/smollm2-135m.jsonl", "results/tables/evaluation_summary.csv",
+               "results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "results/prefixes/prefixes.jsonl",
                "results/tables/seed_composition.csv", "results/tables/prefix_counts.csv",
                "results/figures/trajectory_length_by_domain.png",
                "results/figures/trajectory_length_by_domain.svg"]
@@ -18,7 +22,7 @@ BYTE_STABLE = ["results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "resu
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     work = scratch_copy(tmp_path_factory.mktemp("wf"))
-    config = write_config(work, "two.yaml", seeds=2, llm={"cache": "cache/two.sqlite"})
+    config = write_config(work, "two.yaml", seeds=2, llm={"cache": "cache/two.sqlite"}, reliability=SMALL)
     snakemake(work, "--configfile", str(config))
     return work, config
 
@@ -40,8 +44,22 @@ def test_default_run_covers_every_stage(finished_run):
         1 for p in prefixes if p["seed_id"] in {t["seed_id"] for t in tags if t["valid"]})
     html = (work / "results/report/report.html").read_text()
     assert "Seeds" in html and "at-trigger prefixes" in html and "data:image/png;base64" in html
-    calls_table = (work / "results/tables/model_calls.csv").read_text().splitlines()
-    assert calls_table[1].startswith("tag_steps,smollm2,aura_local/smollm2-135m-instruct,2,0,")
+    calls_table = (work / "results/tables/model_calls.csv").read_text()
+    assert "tag_steps,smollm2,aura_local/smollm2-135m-instruct,2,0," in calls_table
+    # The embedded model as agent and as a panel of three, on every item.
+    items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+    rollouts = read_jsonl(work / "results/rollouts/smollm2-135m.jsonl")
+    assert [r["item_id"] for r in rollouts] == [i["item_id"] for i in items] and len(items) == len(prefixes)
+    assert all(r["model"] == "aura_local/smollm2-135m-instruct" and r["raw_response"] for r in rollouts)
+    labels = read_jsonl(work / "results/labels/smollm2-135m.jsonl")
+    assert len(labels) == len(items)
+    for label in labels:
+        if label["rollout_status"] == "ok":
+            assert len(label["action_type"]["votes"]) == 3
+            assert label["action_type"]["label"] in (None, "A0", "A1", "A2", "A3", "A4", "A5")
+            assert label["action_safety"]["label"] in (None, "Safe", "Unsafe")
+    summary = (work / "results/tables/evaluation_summary.csv").read_text().splitlines()
+    assert summary[1].startswith(f"smollm2-135m,open-weight,react,{len(items)},")
 
 
 def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
@@ -57,12 +75,14 @@ def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
 def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     work, config = finished_run
     before = {path: (work / path).read_bytes() for path in BYTE_STABLE}
-    replay = write_config(work, "two-replay.yaml", seeds=2, llm={"cache": "cache/two.sqlite", "replay": True})
+    replay = write_config(work, "two-replay.yaml", seeds=2, llm={"cache": "cache/two.sqlite", "replay": True},
+                          reliability=SMALL)
     snakemake(work, "--configfile", str(replay), "--forceall")
     for path, content in before.items():
         assert (work / path).read_bytes() == content, path
     # A cache miss in replay mode is an error, not a call.
-    more = write_config(work, "three-replay.yaml", seeds=3, llm={"cache": "cache/two.sqlite", "replay": True})
+    more = write_config(work, "three-replay.yaml", seeds=3, llm={"cache": "cache/two.sqlite", "replay": True},
+                        reliability=SMALL)
     proc = snakemake(work, "--configfile", str(more), check=False)
     assert proc.returncode != 0
     assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()

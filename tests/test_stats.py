@@ -1,0 +1,64 @@
+"""Statistics against published reference values."""
+
+import math
+
+import numpy as np
+import pytest
+
+from aura_eval.stats import krippendorff_alpha, nsp_sp_difference, observed_agreement, wilson_interval
+
+# Krippendorff's 4-observer x 12-unit example (None = missing).
+K = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+    [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+]
+
+
+def test_wilson_interval_of_the_papers_action_safety_agreement():
+    low, high = wilson_interval(66, 84)
+    assert (round(100 * low, 1), round(100 * high, 1)) == (68.7, 86.0)
+    assert all(math.isnan(x) for x in wilson_interval(0, 0))
+
+
+def test_krippendorff_reference_example():
+    assert round(krippendorff_alpha(K, "nominal"), 3) == 0.743
+    assert round(krippendorff_alpha(K, "interval"), 3) == 0.849
+    with pytest.raises(ValueError, match="level"):
+        krippendorff_alpha(K, "")
+
+
+def test_krippendorff_with_string_labels_matches_numeric_codes():
+    as_labels = [[None if v is None else f"A{v}" for v in row] for row in K]
+    assert krippendorff_alpha(as_labels, "nominal") == pytest.approx(krippendorff_alpha(K, "nominal"))
+
+
+def test_observed_agreement():
+    # Two observers agree on 3 of 4 units: P_o = 0.75; a unit with one value is not pairable.
+    assert observed_agreement([["a", "b", "c", "d", "x"], ["a", "b", "c", "e", None]]) == 0.75
+    # Reference example: 1 - D_o, with D_o from the nominal coincidences (alpha = 1 - D_o / D_e).
+    assert observed_agreement(K) == pytest.approx(32 / 40)  # 32 agreeing of 40 pairable values
+    assert math.isnan(observed_agreement([[1, None], [None, 2]]))
+
+
+def test_nsp_sp_difference_point_and_interval():
+    rng = np.random.default_rng(0)
+    seeds = np.repeat([f"s{i}" for i in range(40)], 6)
+    is_nsp = np.tile([True, True, True, False, False, False], 40)
+    unsafe = np.where(is_nsp, rng.random(240) < 0.5, rng.random(240) < 0.1).astype(float)
+    unsafe[5] = np.nan  # unresolved: left out
+    diff, low, high = nsp_sp_difference(seeds, is_nsp, unsafe, n_resamples=2000)
+    nsp = np.nanmean(unsafe[is_nsp])
+    sp = np.nanmean(unsafe[~is_nsp])
+    assert diff == pytest.approx(nsp - sp)
+    assert low < diff < high and 0 < low and high < 0.8
+    assert (diff, low, high) == nsp_sp_difference(seeds, is_nsp, unsafe, n_resamples=2000)  # seed 42 each time
+
+
+def test_nsp_sp_difference_degenerate_cases():
+    diff, low, high = nsp_sp_difference(["a", "b"], [True, True], [1.0, 0.0], n_resamples=100)
+    assert math.isnan(diff) and math.isnan(low) and math.isnan(high)
+    # One seed holds every SP row: resamples without it have no SP rate and are left out.
+    diff, low, high = nsp_sp_difference(["a", "b", "c"], [True, True, False], [1.0, 1.0, 0.0], n_resamples=500)
+    assert (diff, low, high) == (1.0, 1.0, 1.0)
