@@ -146,3 +146,203 @@ def prompt_format_table(df: pd.DataFrame, subset_ids: set[str]) -> pd.DataFrame:
     sub["run"] = sub["agent"] + np.where(sub["format"] == "react", " [R]", " [A]")
     sub["model"] = sub["model"] + np.where(sub["format"] == "react", " [R]", " [A]")
     return behaviour_table(sub)
+
+
+# -- judge reliability (F.2-F.4) ------------------------------------------------
+
+NO_HUMAN_LABELS = "no human reference labels yet"
+
+
+def judge_accuracy_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
+    """Table 21: each validation judge's accuracy per axis against the human reference.
+
+    Without reference labels (data/human/, the human-validation stage) the table has
+    one row per judge and axis with n = 0 and a note.
+    """
+    from aura_eval.judging import AXES
+
+    out = []
+    judges = five_judge_rows[0]["judges"] if five_judge_rows else []
+    for position, judge in enumerate(judges):
+        for axis in AXES:
+            pairs = [(r[axis]["votes"][position], (human or {}).get((r["item_id"], r["agent"], axis)))
+                     for r in five_judge_rows if r[axis]["votes"]]
+            pairs = [(v, h) for v, h in pairs if h is not None]
+            out.append({"judge": judge, "axis": axis, "n": len(pairs),
+                        "accuracy_pct": round(100 * sum(v == h for v, h in pairs) / len(pairs), 1) if pairs
+                        else np.nan, "note": "" if pairs else NO_HUMAN_LABELS})
+    return pd.DataFrame(out, columns=["judge", "axis", "n", "accuracy_pct", "note"])
+
+
+def ensemble_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
+    """Table 23: every three-of-five ensemble of the validation panel and the five-judge
+    baseline: samples with a plurality (Np), unanimous (Nu), accuracy on Np against the
+    human reference (empty without one), ties (T); over all axes of the calibration sample."""
+    from itertools import combinations
+
+    from aura_eval.judging import AXES
+    from aura_eval.stats import vote
+
+    if not five_judge_rows:
+        return pd.DataFrame(columns=["ensemble", "judges", "n_plurality", "n_unanimous", "accuracy_pct", "ties"])
+    judges = five_judge_rows[0]["judges"]
+    subsets = [tuple(range(len(judges)))] + list(combinations(range(len(judges)), 3))
+    out = []
+    for subset in subsets:
+        n_p = n_u = ties = correct = judged = 0
+        for row in five_judge_rows:
+            for axis in AXES:
+                votes = row[axis]["votes"]
+                if not votes:
+                    continue
+                chosen = [votes[i] for i in subset]
+                label = vote(chosen, "plurality")
+                if label is None:
+                    ties += 1
+                    continue
+                n_p += 1
+                n_u += all(v == label for v in chosen)
+                reference = (human or {}).get((row["item_id"], row["agent"], axis))
+                if reference is not None:
+                    judged += 1
+                    correct += label == reference
+        out.append({"ensemble": "all five" if len(subset) == len(judges) else "three",
+                    "judges": " + ".join(judges[i] for i in subset), "n_plurality": n_p, "n_unanimous": n_u,
+                    "accuracy_pct": round(100 * correct / judged, 1) if judged else np.nan, "ties": ties})
+    return pd.DataFrame(out)
+
+
+def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_000) -> pd.DataFrame:
+    """Table 24: Safe rate under the original panel minus with the same-vendor judge(s)
+    replaced, on items resolved under both, with a seed-clustered 95% percentile interval."""
+    from aura_eval.stats import cluster_sums, cluster_weights, percentile_interval
+
+    out = []
+    for agent in sorted({r["agent"] for r in swap_rows}):
+        rows = [r for r in swap_rows if r["agent"] == agent and r["original_safety"] and r["replaced_safety"]]
+        mine = [r for r in swap_rows if r["agent"] == agent]
+        entry = {"agent": agent, "items": len(mine), "both_resolved": len(rows),
+                 "replaced_judges": " ".join(mine[0]["replaced_judges"]), "replacement": mine[0]["replacement"]}
+        if rows:
+            seeds = [items[r["item_id"]]["seed_id"] for r in rows]
+            orig = np.array([r["original_safety"] == "Safe" for r in rows], dtype=float)
+            repl = np.array([r["replaced_safety"] == "Safe" for r in rows], dtype=float)
+            clusters, index, weights = cluster_weights(seeds, n_resamples, 42)
+            n = len(clusters)
+            delta = cluster_sums(index, orig - repl, n)
+            count = cluster_sums(index, np.ones(len(rows)), n)
+            low, high = percentile_interval(100 * (weights @ delta) / (weights @ count), 0.95)
+            entry.update(original_safe_pct=round(100 * orig.mean(), 1), replaced_safe_pct=round(100 * repl.mean(), 1),
+                         difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
+        out.append(entry)
+    return pd.DataFrame(out, columns=["agent", "items", "both_resolved", "replaced_judges", "replacement",
+                                      "original_safe_pct", "replaced_safe_pct", "difference", "low", "high"])
+
+
+# -- dataset composition (Table 29, C.3) ------------------------------------------
+
+PAPER_COMPOSITION = {
+    ("dimension", "original"): 341, ("dimension", "variation"): 908,
+    ("pair_label", "NSP"): 624, ("pair_label", "SP"): 625,
+    ("paired", "paired rows"): 816, ("paired", "unpaired rows"): 433,
+    ("decision_point", "at_trigger"): 947, ("decision_point", "pre_execution"): 302,
+    ("domain", "Application"): 348, ("domain", "IoT"): 318, ("domain", "Program"): 326, ("domain", "Web"): 151,
+    ("domain", "Finance"): 106, ("all", "rows"): 1249,
+}
+
+
+def composition_table(items: list[dict]) -> pd.DataFrame:
+    """Table 29: the dataset's composition beside the paper's released counts."""
+    counts = {("all", "rows"): len(items)}
+    for item in items:
+        variation = "original" if item["dimension"] == "original" else "variation"
+        for key in (("dimension", variation), ("pair_label", str(item["pair_label"])),
+                    ("paired", "paired rows" if item["pair_id"] else "unpaired rows"),
+                    ("decision_point", item["decision_point"]), ("domain", item["domain"])):
+            counts[key] = counts.get(key, 0) + 1
+    keys = list(PAPER_COMPOSITION) + sorted(k for k in counts if k not in PAPER_COMPOSITION)
+    return pd.DataFrame([{"by": by, "value": value, "ours": counts.get((by, value), 0),
+                          "paper": PAPER_COMPOSITION.get((by, value))} for by, value in keys]).astype({"paper": "Int64"})
+
+
+def accuracy_by_consensus_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
+    """Table 22: each validation judge's accuracy within the five-judge panel's consensus strata."""
+    from aura_eval.judging import AXES
+
+    out = []
+    judges = five_judge_rows[0]["judges"] if five_judge_rows else []
+    for position, judge in enumerate(judges):
+        for stratum in ("unanimous", "majority", "tied"):
+            cells = [(r[axis]["votes"][position], (human or {}).get((r["item_id"], r["agent"], axis)))
+                     for r in five_judge_rows for axis in AXES if r[axis]["stratum"] == stratum]
+            judged = [(v, h) for v, h in cells if h is not None]
+            out.append({"judge": judge, "stratum": stratum, "samples": len(cells), "with_reference": len(judged),
+                        "accuracy_pct": round(100 * sum(v == h for v, h in judged) / len(judged), 1)
+                        if judged else np.nan, "note": "" if judged else NO_HUMAN_LABELS})
+    return pd.DataFrame(out, columns=["judge", "stratum", "samples", "with_reference", "accuracy_pct", "note"])
+
+
+PAPER_FUNNEL = [("prefixes", 211), ("variation candidates", 1029), ("parseable variations", 916),
+                ("kept variations", 650), ("classified pool", 861), ("pair candidates", 593),
+                ("parseable pairs", 590), ("kept pairs", 428), ("released rows", 1249)]
+
+
+def funnel_table(n_prefixes: int, n_items: int) -> pd.DataFrame:
+    """The construction funnel beside the paper's; stages not built yet are empty."""
+    ours = {"prefixes": n_prefixes, "released rows": n_items}
+    return pd.DataFrame([{"stage": stage, "ours": ours.get(stage), "paper": paper} for stage, paper in PAPER_FUNNEL]
+                        ).astype({"ours": "Int64"})
+
+
+# -- the jobs ---------------------------------------------------------------------
+
+TABLES = ("table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
+          "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format", "table21_judge_accuracy",
+          "table22_accuracy_by_consensus", "table23_ensembles", "table24_vendor_swap", "table29_composition",
+          "construction_funnel")
+
+
+def read_frame(path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
+                                    "detection": "object", "action_type": "object", "safety": "object"})
+
+
+def run_frame(label_paths, dataset_path, agents: dict, out_path) -> None:
+    from pathlib import Path
+
+    from aura_eval.jsonl import read_jsonl
+    from aura_eval.report import write_csv
+
+    items = {i["item_id"]: i for i in read_jsonl(dataset_path)}
+    df = frame({Path(p).stem: read_jsonl(p) for p in label_paths}, items, agents)
+    write_csv(df.sort_values(["run", "item_id"]), out_path)
+
+
+def build_table(name: str, inputs) -> pd.DataFrame:
+    """One named table from the workflow's inputs (frame, dataset, subset, reliability files)."""
+    from aura_eval.jsonl import read_jsonl
+
+    if name not in TABLES:
+        raise ValueError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
+    df = read_frame(inputs.frame)
+    react = df[df["format"] == "react"]
+    five = [r for p in inputs.five_judge for r in read_jsonl(p)]
+    items = read_jsonl(inputs.dataset)
+    builders = {
+        "table33_behaviour": lambda: behaviour_table(react),
+        "table31_nsp_sp_gap": lambda: nsp_sp_gap_table(react),
+        "table32_matched_pairs_gap": lambda: nsp_sp_gap_table(react, matched_only=True),
+        "table35_flips": lambda: flip_table(react),
+        "table36_failure_mechanism": lambda: failure_mechanism_table(react),
+        "table37_top_unsafe": lambda: top_unsafe_combinations(react),
+        "table38_prompt_format": lambda: prompt_format_table(
+            df, {r["item_id"] for r in read_jsonl(inputs.subset)}),
+        "table21_judge_accuracy": lambda: judge_accuracy_table(five),
+        "table22_accuracy_by_consensus": lambda: accuracy_by_consensus_table(five),
+        "table23_ensembles": lambda: ensemble_table(five),
+        "table24_vendor_swap": lambda: vendor_swap_table([r for p in inputs.vendor_swap for r in read_jsonl(p)],
+                                                         {i["item_id"]: i for i in items}),
+        "table29_composition": lambda: composition_table(items),
+        "construction_funnel": lambda: funnel_table(len(read_jsonl(inputs.prefixes)), len(items)),
+    }
+    return builders[name]()

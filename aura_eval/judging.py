@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import sys
 
-from aura_eval.llm import Endpoint, Request
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
+    from aura_eval.llm import Endpoint, Request
 from aura_eval.rollout import render_context
 from aura_eval.stats import consensus, vote
 
@@ -26,6 +29,8 @@ NO_TYPE = "(the judge panel did not agree on a type)"
 
 
 def _request(axis, rollout, item, endpoint: Endpoint, prompt, sample, action_type=None) -> Request:
+    from aura_eval.llm import Request
+
     values = {"context": render_context(item)}
     if axis == "detection":
         values["thought"] = rollout["thought"]

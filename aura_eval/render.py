@@ -19,10 +19,9 @@ INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
 
 
 def csv_to_markdown(path: Path) -> str:
-    df = pd.read_csv(path, keep_default_na=True)
-    if df.empty:
-        return "*No rows in this run.*\n"
-    return df.to_markdown(index=False, floatfmt=".4g", missingval="—") + "\n"
+    from aura_eval.report import markdown
+
+    return markdown(pd.read_csv(path, keep_default_na=True))
 
 
 def prepare(source: Path, results: Path, build: Path) -> Path:
@@ -31,10 +30,10 @@ def prepare(source: Path, results: Path, build: Path) -> Path:
         shutil.rmtree(build)
     (build / "tables").mkdir(parents=True)
     for path in sorted((results / "tables").glob("*")):
-        if path.suffix == ".csv":
-            (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
-        elif path.suffix == ".md":
+        if path.suffix == ".md":
             shutil.copy(path, build / "tables" / path.name)
+        elif path.suffix == ".csv" and not path.with_suffix(".md").exists():
+            (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
     if (results / "figures").exists():
         shutil.copytree(results / "figures", build / "figures")
     target = build / "report.qmd"

@@ -16,6 +16,19 @@ def write_csv(df: pd.DataFrame, path) -> None:
     atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))
 
 
+def markdown(df: pd.DataFrame) -> str:
+    """The rendered version of a table; an empty one says so."""
+    if df.empty:
+        return "*No rows in this run: its inputs are empty.*\n"
+    shown = df.astype(object).where(df.notna(), None)  # NaN and <NA> print as the missing mark
+    return shown.to_markdown(index=False, floatfmt=".4g", missingval="—") + "\n"
+
+
+def write_table(df: pd.DataFrame, csv_path, md_path) -> None:
+    write_csv(df, csv_path)
+    atomic_write_text(md_path, markdown(df))
+
+
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:
     """Seeds per domain and R-Judge label in this run, the paper's counts beside them."""
     counts = Counter((s["domain"], s["label"]) for s in seeds)
@@ -66,6 +79,11 @@ def model_calls(calls: list[dict]) -> pd.DataFrame:
     return out[columns]
 
 
+def _cost(calls: pd.DataFrame) -> str:
+    known = calls["cost_usd"].dropna() if len(calls) else []
+    return f"${float(sum(known)):.4f} where litellm knows the price" if len(known) else "unknown"
+
+
 def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame) -> str:
     """A Markdown paragraph and table saying what this run was."""
     role_rows = []
@@ -76,7 +94,12 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
     return "\n".join([
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "
         f"Model requests: {int(calls['requests'].sum()) if len(calls) else 0}, "
-        f"of which answered from the cache: {int(calls['cache_hits'].sum()) if len(calls) else 0}.",
+        f"of which answered from the cache: {int(calls['cache_hits'].sum()) if len(calls) else 0}; "
+        f"failed: {int(calls['failed'].sum()) if len(calls) else 0}, "
+        f"unparseable: {int(calls['unparseable'].sum()) if len(calls) else 0}. "
+        f"Tokens in: {int(calls['tokens_in'].sum()) if len(calls) else 0}, "
+        f"out: {int(calls['tokens_out'].sum()) if len(calls) else 0}; "
+        f"cost: {_cost(calls)}.",
         "",
         "| role | model name | litellm model | parameters |",
         "|---|---|---|---|",
@@ -141,22 +164,6 @@ def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["judge"] + [f"{a}_{s}" for a in AXES for s in ("n", "consistent_pct")])
 
 
-def vendor_swap_summary(swap_rows: list[dict]) -> pd.DataFrame:
-    """Per agent: Safe rate under the original panel and with same-vendor judges replaced (F.4)."""
-    rows = []
-    for agent in sorted({r["agent"] for r in swap_rows}):
-        mine = [r for r in swap_rows if r["agent"] == agent]
-        both = [r for r in mine if r["original_safety"] and r["replaced_safety"]]
-        orig = _pct(sum(r["original_safety"] == "Safe" for r in both), len(both))
-        repl = _pct(sum(r["replaced_safety"] == "Safe" for r in both), len(both))
-        rows.append({"agent": agent, "items": len(mine), "both_resolved": len(both),
-                     "replaced_judges": " ".join(mine[0]["replaced_judges"]), "replacement": mine[0]["replacement"],
-                     "original_safe_pct": orig, "replaced_safe_pct": repl,
-                     "difference_points": None if orig is None else round(orig - repl, 1)})
-    return pd.DataFrame(rows, columns=["agent", "items", "both_resolved", "replaced_judges", "replacement",
-                                       "original_safe_pct", "replaced_safe_pct", "difference_points"])
-
-
 def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:
     """Per agent's calibration sample: how often the five-judge panel reaches a plurality, per axis."""
     from aura_eval.judging import AXES
@@ -181,4 +188,3 @@ def evaluation_tables(inputs, outputs, params) -> None:
     write_csv(evaluation_summary(stem_rows(inputs.labels), params.agents), outputs.summary)
     write_csv(five_judge_summary(stem_rows(inputs.five_judge)), outputs.five_judge)
     write_csv(judge_consistency([r for p in inputs.repeats for r in read_jsonl(p)]), outputs.consistency)
-    write_csv(vendor_swap_summary([r for p in inputs.vendor_swap for r in read_jsonl(p)]), outputs.vendor_swap)

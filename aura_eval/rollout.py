@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 import sys
 
-from aura_eval.llm import Endpoint, Request
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
+    from aura_eval.llm import Endpoint, Request
 
 REACT, ACTION_ONLY = "react", "action_only"
 # (format, output) -> prompt; `output: json` suits models whose decoding follows a schema.
@@ -69,6 +72,8 @@ def split_output(text: str | None, fmt: str) -> tuple[str | None, str | None, st
 
 
 def rollout_requests(items, endpoint: Endpoint, prompt, agent: str) -> list[Request]:
+    from aura_eval.llm import Request
+
     return [Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id,
                     prompt_version=prompt.version, role=f"agent:{agent}", schema=prompt.schema,
                     messages=prompt.messages(profile=item["profile"], context=render_context(item)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 UNANIMOUS, MAJORITY, TIED = "unanimous", "majority", "tied"
@@ -103,7 +104,7 @@ def observed_agreement(data) -> float:
 # -- seed-clustered bootstrap (paper I.1) ---------------------------------------
 
 def cluster_weights(cluster_ids, n_resamples: int, seed: int):
-    """(clusters, W): W[r, c] is how often cluster c is drawn in resample r.
+    """(clusters, index, W): W[r, c] is how often cluster c is drawn in resample r.
 
     Each resample draws as many clusters as there are, with replacement, from a
     fresh numpy default_rng(seed); a drawn cluster brings all its rows.
@@ -111,12 +112,21 @@ def cluster_weights(cluster_ids, n_resamples: int, seed: int):
     import numpy as np
 
     clusters, index = np.unique(np.asarray(cluster_ids), return_inverse=True)
-    n = len(clusters)
+    return clusters, index, _draw_counts(len(clusters), n_resamples, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _draw_counts(n: int, n_resamples: int, seed: int):
+    # The draws depend only on (n, n_resamples, seed): models sharing a seed count
+    # reuse them, with exactly the numbers a fresh default_rng(seed) would give.
+    import numpy as np
+
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(n_resamples, n))
-    offsets = (np.arange(n_resamples) * n)[:, None]
-    weights = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
-    return clusters, index, weights
+    draws = rng.integers(0, n, size=(n_resamples, n), dtype=np.int64)
+    draws += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
+    weights = np.bincount(draws.ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(np.float64)
+    weights.flags.writeable = False  # shared between callers
+    return weights
 
 
 def cluster_sums(index, values, n_clusters: int):
@@ -158,17 +168,16 @@ def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = 10_000, seed:
     resolved = ~np.isnan(unsafe)
     clusters, index, weights = cluster_weights(seed_ids, n_resamples, seed)
     n = len(clusters)
-    parts = {}
-    for name, mask in (("nsp", is_nsp & resolved), ("sp", ~is_nsp & resolved)):
-        parts[name] = (cluster_sums(index, np.where(mask, np.nan_to_num(unsafe), 0.0), n),
-                       cluster_sums(index, mask.astype(float), n))
+    columns = []
+    for mask in (is_nsp & resolved, ~is_nsp & resolved):
+        columns += [cluster_sums(index, np.where(mask, np.nan_to_num(unsafe), 0.0), n),
+                    cluster_sums(index, mask.astype(float), n)]
+    per_cluster = np.column_stack(columns)  # clusters x (NSP unsafe, NSP rows, SP unsafe, SP rows)
 
-    def rates(w):
+    def difference(totals):
         with np.errstate(invalid="ignore", divide="ignore"):
-            return {k: (w @ num) / (w @ den) for k, (num, den) in parts.items()}
+            return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
-    full = rates(np.ones(n))
-    diff = float(full["nsp"] - full["sp"])
-    boot = rates(weights.astype(float))
-    low, high = percentile_interval(boot["nsp"] - boot["sp"], level)
+    diff = float(difference(per_cluster.sum(axis=0)))
+    low, high = percentile_interval(difference(weights @ per_cluster), level)
     return diff, low, high

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import sys
 
-from aura_eval.llm import Endpoint, Request, Result
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
+    from aura_eval.llm import Endpoint, Request, Result
 from aura_eval.prompts import Prompt
 
 AT_TRIGGER = "at_trigger"
@@ -66,6 +69,8 @@ def tag_schema(prompt: Prompt, seed: dict) -> dict:
 
 
 def tag_requests(seeds: list[dict], prompt: Prompt, endpoint: Endpoint) -> list[Request]:
+    from aura_eval.llm import Request
+
     return [Request(item_id=seed["seed_id"], endpoint=endpoint, prompt_id=prompt.id,
                     prompt_version=prompt.version, role="tagger", schema=tag_schema(prompt, seed),
                     messages=prompt.messages(profile=seed["profile"], risk_description=seed["risk_description"],

@@ -5,6 +5,29 @@ validate(config, schema="../schemas/config.schema.yaml")
 
 DOMAINS = ["Application", "Finance", "IoT", "Program", "Web"]
 ACTION_ONLY_SUFFIX = ".action_only"
+# The paper's tables and figures built from the labels (aura_eval/analysis.py, figures.py).
+ANALYSIS_TABLES = [
+    "table33_behaviour",
+    "table31_nsp_sp_gap",
+    "table32_matched_pairs_gap",
+    "table35_flips",
+    "table36_failure_mechanism",
+    "table37_top_unsafe",
+    "table38_prompt_format",
+    "table21_judge_accuracy",
+    "table22_accuracy_by_consensus",
+    "table23_ensembles",
+    "table24_vendor_swap",
+    "table29_composition",
+    "construction_funnel",
+]
+ANALYSIS_FIGURES = [
+    "fig4_unsafe_by_detection",
+    "fig5_action_types",
+    "fig6_unsafe_by_dimension",
+    "fig7_detection_levels",
+    "fig8_detection_by_action",
+]
 
 
 wildcard_constraints:

@@ -40,12 +40,10 @@ rule tables_evaluation:
         labels=label_files(),
         five_judge=reliability_files("five_judge"),
         repeats=reliability_files("repeats"),
-        vendor_swap=reliability_files("vendor_swap"),
     output:
         summary="results/tables/evaluation_summary.csv",
         five_judge="results/tables/five_judge_panel.csv",
         consistency="results/tables/judge_consistency.csv",
-        vendor_swap="results/tables/vendor_swap.csv",
     log:
         "logs/tables_evaluation.log",
     params:
@@ -61,6 +59,8 @@ rule report:
         source="paper/report.qmd",
         tables=rules.tables_spine.output,
         evaluation=rules.tables_evaluation.output,
+        analysis_tables=expand("results/tables/{table}.csv", table=ANALYSIS_TABLES),
+        analysis_figures=expand("results/figures/{figure}.png", figure=ANALYSIS_FIGURES),
         figures=rules.figure_trajectory_length.output,
     output:
         "results/report/report.html",
