@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.rollout import parse_run
-from aura_eval.stats import nsp_sp_difference
+from aura_eval.stats import nsp_sp_difference, seed_bootstrap
 
 GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇"}
 AWARE = ("D2", "D3")
@@ -215,8 +215,6 @@ def ensemble_table(five_judge_rows: list[dict], human: dict | None = None) -> pd
 def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_000) -> pd.DataFrame:
     """Table 24: Safe rate under the original panel minus with the same-vendor judge(s)
     replaced, on items resolved under both, with a seed-clustered 95% percentile interval."""
-    from aura_eval.stats import cluster_sums, cluster_weights, percentile_interval
-
     out = []
     for agent in sorted({r["agent"] for r in swap_rows}):
         rows = [r for r in swap_rows if r["agent"] == agent and r["original_safety"] and r["replaced_safety"]]
@@ -227,11 +225,8 @@ def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_
             seeds = [items[r["item_id"]]["seed_id"] for r in rows]
             orig = np.array([r["original_safety"] == "Safe" for r in rows], dtype=float)
             repl = np.array([r["replaced_safety"] == "Safe" for r in rows], dtype=float)
-            clusters, index, weights = cluster_weights(seeds, n_resamples, 42)
-            n = len(clusters)
-            delta = cluster_sums(index, orig - repl, n)
-            count = cluster_sums(index, np.ones(len(rows)), n)
-            low, high = percentile_interval(100 * (weights @ delta) / (weights @ count), 0.95)
+            _, low, high = seed_bootstrap(seeds, np.column_stack([orig - repl, np.ones(len(rows))]),
+                                          lambda t: 100 * t[..., 0] / t[..., 1], n_resamples)
             entry.update(original_safe_pct=round(100 * orig.mean(), 1), replaced_safe_pct=round(100 * repl.mean(), 1),
                          difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
         out.append(entry)

@@ -84,7 +84,8 @@ def _cost(calls: pd.DataFrame) -> str:
     return f"${float(sum(known)):.4f} where litellm knows the price" if len(known) else "unknown"
 
 
-def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame) -> str:
+def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame,
+                agents: dict | None = None) -> str:
     """A Markdown paragraph and table saying what this run was."""
     role_rows = []
     for role, names in sorted(roles.items()):
@@ -105,6 +106,11 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         "|---|---|---|---|",
         *role_rows,
         "",
+        "| evaluated model | group | vendor | model name | litellm model |",
+        "|---|---|---|---|---|",
+        *[f"| {name} | {spec['group']} | {spec['vendor']} | {spec['model']} | `{models[spec['model']]['model']}` |"
+          for name, spec in sorted((agents or {}).items())],
+        "",
     ])
 
 
@@ -116,7 +122,7 @@ def spine_tables(inputs, outputs, params) -> None:
     call_table = model_calls(calls)
     write_csv(call_table, outputs.calls)
     atomic_write_text(outputs.summary, run_summary(params.seeds, params.models, params.roles, len(seeds),
-                                                   call_table))
+                                                   call_table, params.agents))
 
 
 def _pct(k, n):

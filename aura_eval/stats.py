@@ -147,6 +147,34 @@ def percentile_interval(samples, level: float):
     return (float(low), float(high))
 
 
+def seed_bootstrap(seed_ids, columns, statistic, n_resamples: int = 10_000, seed: int = 42,
+                   level: float = 0.95) -> tuple[float, float, float]:
+    """The general seed-clustered percentile bootstrap (paper I.1).
+
+    `columns` is a rows × k array of additive per-row quantities (counts, sums);
+    `statistic` maps their totals (an array whose last axis has length k) to the
+    statistic, vectorised over resamples. Each resample draws source seeds with
+    replacement (`cluster_weights`); a resample whose statistic is NaN (e.g. no row
+    for a rate's denominator) is left out of the percentiles. Returns (point
+    estimate on all rows, low, high).
+    """
+    import numpy as np
+
+    clusters, index, weights = cluster_weights(seed_ids, n_resamples, seed)
+    columns = np.asarray(columns, dtype=float).reshape(len(index), -1)
+    per_cluster = np.column_stack([cluster_sums(index, columns[:, j], len(clusters))
+                                   for j in range(columns.shape[1])])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = float(statistic(per_cluster.sum(axis=0)))
+        low, high = percentile_interval(statistic(weights @ per_cluster), level)
+    return point, low, high
+
+
+def _rate_difference(totals):
+    # totals: (NSP unsafe, NSP resolved rows, SP unsafe, SP resolved rows)
+    return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
+
+
 def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = 10_000, seed: int = 42,
                       level: float = 0.95) -> tuple[float, float, float]:
     """NSP unsafe rate minus SP unsafe rate, with a seed-clustered percentile interval.
@@ -166,18 +194,7 @@ def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = 10_000, seed:
     unsafe = np.asarray(unsafe, dtype=float)
     is_nsp = np.asarray(is_nsp, dtype=bool)
     resolved = ~np.isnan(unsafe)
-    clusters, index, weights = cluster_weights(seed_ids, n_resamples, seed)
-    n = len(clusters)
-    columns = []
-    for mask in (is_nsp & resolved, ~is_nsp & resolved):
-        columns += [cluster_sums(index, np.where(mask, np.nan_to_num(unsafe), 0.0), n),
-                    cluster_sums(index, mask.astype(float), n)]
-    per_cluster = np.column_stack(columns)  # clusters x (NSP unsafe, NSP rows, SP unsafe, SP rows)
-
-    def difference(totals):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
-
-    diff = float(difference(per_cluster.sum(axis=0)))
-    low, high = percentile_interval(difference(weights @ per_cluster), level)
-    return diff, low, high
+    value = np.nan_to_num(unsafe)
+    nsp, sp = is_nsp & resolved, ~is_nsp & resolved
+    columns = np.column_stack([value * nsp, nsp, value * sp, sp])
+    return seed_bootstrap(seed_ids, columns, _rate_difference, n_resamples, seed, level)

@@ -29,6 +29,7 @@ rule tables_spine:
         seeds=config["seeds"],
         models=config["models"],
         roles=config["roles"],
+        agents=config["agents"],
     conda:
         "../envs/aura.yaml"
     script:

@@ -38,6 +38,20 @@ def test_every_stage_writes_traceable_rows(mock_run):
     assert all(r["detection"]["label"] is None and r["action_safety"]["label"] == "Safe" for r in ao_labels)
 
 
+def test_tables_and_figures(mock_run):
+    work, _ = mock_run
+    n_items = len(read_jsonl(work / "results/dataset/aura_eval.jsonl"))
+    behaviour = (work / "results/tables/table33_behaviour.csv").read_text().splitlines()
+    assert behaviour[1].startswith(f"mock-agent,○ mock-agent,{n_items},{n_items},0.0,")
+    assert "*No rows in this run" in (work / "results/tables/table37_top_unsafe.md").read_text()
+    for name in ("fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dimension",
+                 "fig7_detection_levels", "fig8_detection_by_action"):
+        assert (work / f"results/figures/{name}.png").read_bytes()[:4] == b"\x89PNG"
+    html = (work / "results/report/report.html").read_text()
+    assert "Overall behaviour" in html and "no human reference labels yet" in html
+    assert html.count("data:image/png;base64") == 6
+
+
 def test_reliability_runs(mock_run):
     work, _ = mock_run
     five = read_jsonl(work / "results/reliability/five_judge/mock-agent.jsonl")
@@ -66,9 +80,13 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             jobs[parts[0]] = int(parts[1])
+    # Its own jobs, then every aggregate: all tables and figures are rebuilt, nothing else runs.
     assert jobs == {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
-                    "tables_spine": 1, "report": 1, "all": 1, "total": 13}
+                    "tables_spine": 1, "tables_evaluation": 1, "analysis_frame": 1, "table": 13, "figure": 5,
+                    "report": 1, "all": 1, "total": 33}
     snakemake(work, "--configfile", str(bigger))
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
+    behaviour = (work / "results/tables/table33_behaviour.csv").read_text()
+    assert "★ new-agent" in behaviour and "○ mock-agent" in behaviour
     again = snakemake(work, "--configfile", str(bigger), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
