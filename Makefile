@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv reproduce test test-fast lint bench clean
+.PHONY: venv browser reproduce test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,15 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 
 venv: $(VENV)/.installed
 
+# Debian's Chromium and its driver, for the annotation-page test (needs root, as in CI).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+
 reproduce: venv
 	$(BIN)/snakemake --cores $(CORES)
 
-test: venv
+test: venv browser
 	$(BIN)/snakemake --lint
 	$(BIN)/python -m pytest -q
 
@@ -32,6 +37,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_model_module.py
+	$(BIN)/python benchmarks/bench_bootstrap.py
 	$(BIN)/python benchmarks/bench_snakemake_noop.py
 
 clean:

@@ -17,6 +17,7 @@ include: "rules/prefixes.smk"
 include: "rules/dataset.smk"
 include: "rules/evaluate.smk"
 include: "rules/reliability.smk"
+include: "rules/validation.smk"
 include: "rules/analysis.smk"
 include: "rules/report.smk"
 

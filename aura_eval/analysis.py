@@ -294,7 +294,8 @@ def funnel_table(n_prefixes: int, n_items: int) -> pd.DataFrame:
 TABLES = ("table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
           "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format", "table21_judge_accuracy",
           "table22_accuracy_by_consensus", "table23_ensembles", "table24_vendor_swap", "table29_composition",
-          "construction_funnel")
+          "construction_funnel", "table3_human_reliability", "table18_retention", "table19_panel_strata",
+          "table20_human_agreement")
 
 
 def read_frame(path) -> pd.DataFrame:
@@ -323,6 +324,8 @@ def build_table(name: str, inputs) -> pd.DataFrame:
     react = df[df["format"] == "react"]
     five = [r for p in inputs.five_judge for r in read_jsonl(p)]
     items = read_jsonl(inputs.dataset)
+    human_rows = read_jsonl(inputs.human)
+    human = {(r["item_id"], r["agent"], r["axis"]): r["final_label"] for r in human_rows if r["retained"]}
     builders = {
         "table33_behaviour": lambda: behaviour_table(react),
         "table31_nsp_sp_gap": lambda: nsp_sp_gap_table(react),
@@ -332,12 +335,87 @@ def build_table(name: str, inputs) -> pd.DataFrame:
         "table37_top_unsafe": lambda: top_unsafe_combinations(react),
         "table38_prompt_format": lambda: prompt_format_table(
             df, {r["item_id"] for r in read_jsonl(inputs.subset)}),
-        "table21_judge_accuracy": lambda: judge_accuracy_table(five),
-        "table22_accuracy_by_consensus": lambda: accuracy_by_consensus_table(five),
-        "table23_ensembles": lambda: ensemble_table(five),
+        "table21_judge_accuracy": lambda: judge_accuracy_table(five, human),
+        "table22_accuracy_by_consensus": lambda: accuracy_by_consensus_table(five, human),
+        "table23_ensembles": lambda: ensemble_table(five, human),
         "table24_vendor_swap": lambda: vendor_swap_table([r for p in inputs.vendor_swap for r in read_jsonl(p)],
                                                          {i["item_id"]: i for i in items}),
         "table29_composition": lambda: composition_table(items),
         "construction_funnel": lambda: funnel_table(len(read_jsonl(inputs.prefixes)), len(items)),
+        "table3_human_reliability": lambda: human_reliability_table(human_rows),
+        "table18_retention": lambda: retention_table(human_rows),
+        "table19_panel_strata": lambda: panel_strata_table(human_rows),
+        "table20_human_agreement": lambda: human_agreement_table(human_rows),
     }
     return builders[name]()
+
+
+# -- human validation (Table 3, Tables 18-20) ------------------------------------------
+
+def _annotator_matrix(rows: list[dict]):
+    annotators = sorted({a for r in rows for a in r["annotators"]})
+    return [[dict(zip(r["annotators"], r["labels"])).get(a) for r in rows] for a in annotators]
+
+
+def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
+    """Table 3: per axis and overall, retained N, human P_o and nominal alpha, samples with
+    a panel label (Np), judge-human accuracy on Np with a Wilson 95% interval, and
+    accuracy on the panel-unanimous subset."""
+    from aura_eval.stats import krippendorff_alpha, observed_agreement, wilson_interval
+
+    out = []
+    for axis in ("detection", "action_type", "action_safety", "overall"):
+        rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
+        with_panel = [r for r in rows if r["panel_label"] is not None]
+        correct = sum(r["panel_label"] == r["final_label"] for r in with_panel)
+        unanimous = [r for r in with_panel if r["panel_stratum"] == "unanimous"]
+        low, high = wilson_interval(correct, len(with_panel))
+        matrix = _annotator_matrix(rows)
+        pairable = sum(len(r["labels"]) >= 2 for r in rows)
+        out.append({
+            "axis": axis, "n": len(rows),
+            "p_o": round(observed_agreement(matrix), 3) if pairable else np.nan,
+            "alpha_nominal": round(krippendorff_alpha(matrix, "nominal"), 3) if pairable and len(
+                {v for row in matrix for v in row if v}) > 1 else np.nan,
+            "n_panel": len(with_panel),
+            "accuracy_pct": round(100 * correct / len(with_panel), 1) if with_panel else np.nan,
+            "ci_low": round(100 * low, 1) if with_panel else np.nan,
+            "ci_high": round(100 * high, 1) if with_panel else np.nan,
+            "unanimous_n": len(unanimous),
+            "unanimous_accuracy_pct": round(100 * sum(r["panel_label"] == r["final_label"] for r in unanimous)
+                                            / len(unanimous), 1) if unanimous else np.nan,
+        })
+    return pd.DataFrame(out)
+
+
+def retention_table(human_rows: list[dict]) -> pd.DataFrame:
+    """Table 18: sampled, annotated, retained (with a final label), dropped, unresolved ties, per axis."""
+    out = []
+    for axis in ("detection", "action_type", "action_safety"):
+        rows = [r for r in human_rows if r["axis"] == axis]
+        out.append({"axis": axis, "sampled": len(rows), "annotated": sum(bool(r["labels"]) for r in rows),
+                    "retained": sum(r["retained"] for r in rows), "dropped": sum(r["dropped"] for r in rows),
+                    "unresolved": sum(bool(r["labels"]) and not r["retained"] and not r["dropped"] for r in rows)})
+    return pd.DataFrame(out)
+
+
+def panel_strata_table(human_rows: list[dict]) -> pd.DataFrame:
+    """Table 19: retained samples by the panel's agreement stratum, per axis."""
+    out = []
+    for axis in ("detection", "action_type", "action_safety"):
+        rows = [r for r in human_rows if r["axis"] == axis and r["retained"]]
+        out.append({"axis": axis, **{s: sum(r["panel_stratum"] == s for r in rows)
+                                     for s in ("unanimous", "majority", "tied")}, "total": len(rows)})
+    return pd.DataFrame(out)
+
+
+def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
+    """Table 20: the annotators' agreement (unanimous, majority, tied) per axis, with P_o and alpha."""
+    reliability = human_reliability_table(human_rows).set_index("axis")
+    out = []
+    for axis in ("detection", "action_type", "action_safety", "overall"):
+        rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
+        out.append({"axis": axis, **{s: sum(r["human_stratum"] == s for r in rows)
+                                     for s in ("unanimous", "majority", "tied")},
+                    "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
+    return pd.DataFrame(out)

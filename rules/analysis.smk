@@ -22,6 +22,7 @@ rule table:
         prefixes="results/prefixes/prefixes.jsonl",
         five_judge=reliability_files("five_judge"),
         vendor_swap=reliability_files("vendor_swap"),
+        human="results/validation/human_labels.jsonl",
     output:
         csv="results/tables/{table}.csv",
         md="results/tables/{table}.md",

@@ -1,3 +1,6 @@
+import glob
+import os
+
 from snakemake.utils import validate
 
 
@@ -20,7 +23,12 @@ ANALYSIS_TABLES = [
     "table24_vendor_swap",
     "table29_composition",
     "construction_funnel",
+    "table3_human_reliability",
+    "table18_retention",
+    "table19_panel_strata",
+    "table20_human_agreement",
 ]
+AXES = ["detection", "action_type", "action_safety"]
 ANALYSIS_FIGURES = [
     "fig4_unsafe_by_detection",
     "fig5_action_types",
@@ -125,6 +133,21 @@ def reliability_models():
     return model_entries(sorted(names))
 
 
+def audit_panel_files():
+    """The panel labels the audit samples come from: the five-judge panel's where it runs."""
+    if config["reliability"]["five_judge_panel"]:
+        return reliability_files("five_judge")
+    return expand("results/labels/{agent}.jsonl", agent=config["agents"])
+
+
+def human_annotation_files():
+    return sorted(glob.glob("data/human/annotations/*.csv"))
+
+
+def human_adjudication_file():
+    return [p for p in ["data/human/adjudicated.csv"] if os.path.exists(p)]
+
+
 def call_logs():
     """Every job's call log: the report counts calls, tokens and cache hits from them."""
     logs = ["results/calls/tag_steps.jsonl"]
@@ -141,4 +164,4 @@ def label_files():
 
 
 def get_final_output():
-    return ["results/report/report.html"]
+    return ["results/report/report.html"] + rules.annotation_pages.output

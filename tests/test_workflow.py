@@ -10,7 +10,8 @@ from tests.workflow import scratch_copy, snakemake, write_config
 pytestmark = pytest.mark.slow
 
 SMALL = {"calibration_items": 1, "five_judge_panel": True, "repeats": 2, "vendor_swap": True, "vendor_swap_items": 1}
-BYTE_STABLE = ["results/dataset/aura_eval.jsonl", "results/rollouts/smollm2-135m.jsonl",
+BYTE_STABLE = ["results/dataset/aura_eval.jsonl", "results/reliability/five_judge/smollm2-135m.jsonl",
+               "results/reliability/vendor_swap/smollm2-135m.jsonl", "results/labels/smollm2-135m.action_only.jsonl", "results/rollouts/smollm2-135m.jsonl",
                "results/judgments/smollm2-135m/smollm2-judge-2.jsonl", "results/labels/smollm2-135m.jsonl",
                "results/reliability/repeats/smollm2-135m.jsonl", "results/tables/evaluation_summary.csv",
                "results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "results/prefixes/prefixes.jsonl",
@@ -66,7 +67,7 @@ def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
     work, config = finished_run
     dry = snakemake(work, "--configfile", str(config), "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr
-    snakemake(work, "--configfile", str(config), "--forcerun", "tag_steps")
+    snakemake(work, "--configfile", str(config), "--forcerun", "tag_steps", "results/prefixes/tags.jsonl")
     calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
     assert len(calls) == 2 and all(c["cache_hit"] for c in calls)
     assert "'calls_made': 0" in (work / "logs/tag_steps.log").read_text()
@@ -77,13 +78,14 @@ def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     before = {path: (work / path).read_bytes() for path in BYTE_STABLE}
     replay = write_config(work, "two-replay.yaml", seeds=2, llm={"cache": "cache/two.sqlite", "replay": True},
                           reliability=SMALL)
-    snakemake(work, "--configfile", str(replay), "--forceall")
+    # Rebuild every listed file from scratch, from the cache alone.
+    snakemake(work, "--configfile", str(replay), "--forceall", *BYTE_STABLE)
     for path, content in before.items():
         assert (work / path).read_bytes() == content, path
     # A cache miss in replay mode is an error, not a call.
     more = write_config(work, "three-replay.yaml", seeds=3, llm={"cache": "cache/two.sqlite", "replay": True},
                         reliability=SMALL)
-    proc = snakemake(work, "--configfile", str(more), check=False)
+    proc = snakemake(work, "--configfile", str(more), "results/prefixes/tags.jsonl", check=False)
     assert proc.returncode != 0
     assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()
 

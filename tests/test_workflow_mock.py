@@ -52,6 +52,18 @@ def test_tables_and_figures(mock_run):
     assert html.count("data:image/png;base64") == 6
 
 
+def test_validation_pages_and_no_human_labels(mock_run):
+    work, _ = mock_run
+    for axis in ("detection", "action_type", "action_safety"):
+        sample = read_jsonl(work / f"results/validation/sample_{axis}.jsonl")
+        assert len(sample) == 3 and all(s["sample_id"].startswith(f"{axis}/mock-agent/") for s in sample)
+        for annotator in ("annotator-1", "annotator-2", "annotator-3"):
+            page = (work / f"results/validation/annotation/{annotator}_{axis}.html").read_text()
+            assert sample[0]["sample_id"] in page and "judge-1" not in page
+    human = read_jsonl(work / "results/validation/human_labels.jsonl")
+    assert len(human) == 9 and not any(r["retained"] for r in human)
+
+
 def test_reliability_runs(mock_run):
     work, _ = mock_run
     five = read_jsonl(work / "results/reliability/five_judge/mock-agent.jsonl")
@@ -82,8 +94,9 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
             jobs[parts[0]] = int(parts[1])
     # Its own jobs, then every aggregate: all tables and figures are rebuilt, nothing else runs.
     assert jobs == {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
-                    "tables_spine": 1, "tables_evaluation": 1, "analysis_frame": 1, "table": 13, "figure": 5,
-                    "report": 1, "all": 1, "total": 33}
+                    "tables_spine": 1, "tables_evaluation": 1, "analysis_frame": 1, "validation_sample": 1,
+                    "annotation_pages": 1, "import_human_labels": 1, "table": 17, "figure": 5,
+                    "report": 1, "all": 1, "total": 40}
     snakemake(work, "--configfile", str(bigger))
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text()

@@ -67,6 +67,8 @@ def write_mock_config(work: Path, name: str = "mock.yaml", seeds=4, **overrides)
         action_only={"agents": ["mock-agent"], "n_items": 150},
         reliability={"calibration_items": 3, "five_judge_panel": True, "repeats": 3, "vendor_swap": True,
                      "vendor_swap_items": 3},
+        validation={"sample_sizes": {"detection": 3, "action_type": 3, "action_safety": 3},
+                    "annotators": ["annotator-1", "annotator-2", "annotator-3"]},
     )
     settings.update(overrides)
     return write_config(work, name, **settings)

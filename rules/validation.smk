@@ -1,0 +1,50 @@
+rule validation_sample:
+    input:
+        panel=audit_panel_files(),
+        rollouts=expand("results/rollouts/{agent}.jsonl", agent=config["agents"]),
+        dataset="results/dataset/aura_eval.jsonl",
+    output:
+        **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
+    log:
+        "logs/validation_sample.log",
+    params:
+        sizes=config["validation"]["sample_sizes"],
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/validation_sample.py"
+
+
+rule annotation_pages:
+    input:
+        **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
+        rubrics=expand("prompts/judge_{axis}.yaml", axis=["detection", "action_type", "action_safety"]),
+    output:
+        expand(
+            "results/validation/annotation/{annotator}_{axis}.html",
+            annotator=config["validation"]["annotators"],
+            axis=AXES,
+        ),
+    log:
+        "logs/annotation_pages.log",
+    params:
+        annotators=config["validation"]["annotators"],
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/annotation_pages.py"
+
+
+rule import_human_labels:
+    input:
+        samples=expand("results/validation/sample_{axis}.jsonl", axis=AXES),
+        annotations=human_annotation_files(),
+        adjudicated=human_adjudication_file(),
+    output:
+        "results/validation/human_labels.jsonl",
+    log:
+        "logs/import_human_labels.log",
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/import_human_labels.py"

@@ -1,0 +1,9 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from aura_eval import validation  # noqa: E402
+
+counts = validation.run_sample(snakemake.input.panel, snakemake.input.rollouts, snakemake.input.dataset,
+                               snakemake.params.sizes, {axis: snakemake.output[axis] for axis in validation.AXIS_LABELS})
+print(f"validation_sample: {counts}", file=sys.stderr)
