@@ -5,7 +5,6 @@ a plain per-resample loop (rows gathered seed by seed) on 200 resamples, measure
 the same run, gives the speed-up ratio. Writes benchmarks/out/bootstrap.json.
 """
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -14,6 +13,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.results import publish  # noqa: E402
 
 from aura_eval.stats import nsp_sp_difference  # noqa: E402
 
@@ -56,10 +57,7 @@ def main():
               "vectorised_ms_per_resample": round(1000 * per_resample, 5),
               "speedup_vs_loop": round(loop_per_resample / per_resample, 1),
               "first_model": [round(x, 4) for x in results[0]]}
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bootstrap.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    publish("bootstrap", report)
 
 
 if __name__ == "__main__":

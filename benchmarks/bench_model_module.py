@@ -10,7 +10,6 @@ Writes benchmarks/out/model_module.json and prints a summary.
 """
 
 import asyncio
-import json
 import multiprocessing
 import os
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.results import publish  # noqa: E402
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "dummy-key-for-benchmarks")
 
@@ -86,10 +87,7 @@ def main():
         "cached_ms_per_call_cpu": round(1000 * cached_cpu / N_CALLS, 3),
         "targets": {"cpu_ratio_max": 1.5, "cached_ms_per_call_max": 2.0},
     }
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(exist_ok=True)
-    (out / "model_module.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    publish("model_module", report)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ Run after `make reproduce`; it fails if the workflow still has jobs to run.
 Writes benchmarks/out/snakemake_noop.json.
 """
 
-import json
 import statistics
 import subprocess
 import sys
@@ -12,6 +11,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results import publish  # noqa: E402
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
@@ -25,10 +27,7 @@ def main(repeats: int = 3):
             sys.exit("the default run is not finished: run `make reproduce` first")
     report = {"noop_seconds": [round(t, 2) for t in times], "median_s": round(statistics.median(times), 2),
               "target_s": 10}
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(exist_ok=True)
-    (out / "snakemake_noop.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    publish("snakemake_noop", report)
 
 
 if __name__ == "__main__":

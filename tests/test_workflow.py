@@ -67,7 +67,8 @@ def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
     work, config = finished_run
     dry = snakemake(work, "--configfile", str(config), "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr
-    snakemake(work, "--configfile", str(config), "--forcerun", "tag_steps", "results/prefixes/tags.jsonl")
+    # Targets go first: --configfile and --forcerun would swallow the words after them.
+    snakemake(work, "results/prefixes/tags.jsonl", "--configfile", str(config), "--forcerun", "tag_steps")
     calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
     assert len(calls) == 2 and all(c["cache_hit"] for c in calls)
     assert "'calls_made': 0" in (work / "logs/tag_steps.log").read_text()
@@ -79,13 +80,13 @@ def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     replay = write_config(work, "two-replay.yaml", seeds=2, llm={"cache": "cache/two.sqlite", "replay": True},
                           reliability=SMALL)
     # Rebuild every listed file from scratch, from the cache alone.
-    snakemake(work, "--configfile", str(replay), "--forceall", *BYTE_STABLE)
+    snakemake(work, *BYTE_STABLE, "--configfile", str(replay), "--forceall")
     for path, content in before.items():
         assert (work / path).read_bytes() == content, path
     # A cache miss in replay mode is an error, not a call.
     more = write_config(work, "three-replay.yaml", seeds=3, llm={"cache": "cache/two.sqlite", "replay": True},
                         reliability=SMALL)
-    proc = snakemake(work, "--configfile", str(more), "results/prefixes/tags.jsonl", check=False)
+    proc = snakemake(work, "results/prefixes/tags.jsonl", "--configfile", str(more), check=False)
     assert proc.returncode != 0
     assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()
 
