@@ -85,7 +85,7 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
     settings["agents"]["new-agent"] = {"model": "agent-2", "group": "frontier", "vendor": "elsewhere",
                                        "output": "json"}
     bigger = work / "config" / "mock-plus.yaml"
-    bigger.write_text(yaml.safe_dump(settings))
+    bigger.write_text(yaml.safe_dump(settings, sort_keys=False))
     dry = snakemake(work, "--configfile", str(bigger), "-n", "--quiet", "rules")
     jobs = {}
     for line in dry.stdout.splitlines():

@@ -22,12 +22,10 @@ def scratch_copy(tmp_path: Path) -> Path:
 
 
 def write_config(work: Path, name: str, **overrides) -> Path:
+    """The default config with `overrides`: `llm` settings are merged, every other key replaced."""
     config = yaml.safe_load((work / "config" / "config.yaml").read_text())
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(config.get(key), dict):
-            config[key] = {**config[key], **value}
-        else:
-            config[key] = value
+        config[key] = {**config[key], **value} if key == "llm" else value
     path = work / "config" / name
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
