@@ -65,5 +65,6 @@ def render_report(source, results, out_html) -> str:
     markdown.write_text(resolve_includes(qmd.read_text(encoding="utf-8"), build), encoding="utf-8")
     subprocess.run([pypandoc.get_pandoc_path(), markdown.name, "--from", "markdown", "--to", "html5",
                     "--standalone", "--embed-resources", "--toc", "--resource-path", ".",
+                    "--variable", "maxwidth=64em",
                     "--output", str(out_html)], cwd=build, check=True)
     return "pandoc"
