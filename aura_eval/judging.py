@@ -139,11 +139,11 @@ def items_by_id(items_path) -> dict:
 
 def run_phase1(items_path, rollouts_path, out_path, calls_path, config, run, judge, progress=True):
     from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoints_for_role
+    from aura_eval.llm import ModelClient, endpoint
 
-    (endpoint,) = endpoints_for_role({"models": config["models"], "roles": {"judge": judge}}, "judge")
+    judge_endpoint = endpoint(config, judge)
     client = ModelClient(config["llm"], stage=f"judge_detection_type:{run}:{judge}", progress=progress)
-    rows = judge_detection_type(read_jsonl(rollouts_path), items_by_id(items_path), endpoint, load_prompts(),
+    rows = judge_detection_type(read_jsonl(rollouts_path), items_by_id(items_path), judge_endpoint, load_prompts(),
                                 client, judge)
     write_jsonl(out_path, rows, key="item_id")
     client.write_call_log(calls_path)
@@ -152,13 +152,13 @@ def run_phase1(items_path, rollouts_path, out_path, calls_path, config, run, jud
 
 def run_phase2(items_path, rollouts_path, phase1_paths, out_path, calls_path, config, run, judge, progress=True):
     from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoints_for_role
+    from aura_eval.llm import ModelClient, endpoint
 
     phase1 = {path_judge: read_jsonl(path) for path_judge, path in phase1_paths.items()}
-    (endpoint,) = endpoints_for_role({"models": config["models"], "roles": {"judge": judge}}, "judge")
+    judge_endpoint = endpoint(config, judge)
     client = ModelClient(config["llm"], stage=f"judge_safety:{run}:{judge}", progress=progress)
     rows = judge_safety(phase1[judge], panel_action_types(phase1), read_jsonl(rollouts_path),
-                        items_by_id(items_path), endpoint, load_prompts(), client)
+                        items_by_id(items_path), judge_endpoint, load_prompts(), client)
     write_jsonl(out_path, rows, key="item_id")
     client.write_call_log(calls_path)
     print(f"safety judge {judge} on {run}: {len(rows)} rollouts, calls made {client.calls_made}", file=sys.stderr)

@@ -16,7 +16,7 @@ import sys
 from aura_eval.dataset import stratified_sample
 from aura_eval.judging import AXES, final_labels, items_by_id, judge_panel, judgeable, load_prompts
 from aura_eval.jsonl import read_jsonl, write_jsonl
-from aura_eval.llm import ModelClient, endpoints_for_role
+from aura_eval.llm import ModelClient, endpoint
 
 
 def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "calibration") -> list[dict]:
@@ -28,7 +28,7 @@ def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "c
 
 
 def _endpoints(config, names):
-    return {name: endpoints_for_role({"models": config["models"], "roles": {"r": name}}, "r")[0] for name in names}
+    return {name: endpoint(config, name) for name in names}
 
 
 def _label_rows(labels: list[dict], extra: dict) -> list[dict]:
@@ -77,8 +77,7 @@ def vendor_swap(rollouts, items, labels, config, agent, client) -> list[dict]:
                                                       "pair_label", "dimension", "item_id", "vendor-swap")}
     sample = [r for r in rollouts if r["item_id"] in chosen]
     # A judge may appear twice in the swapped panel (the replacement); keep one entry per position.
-    endpoints = {f"{i}:{name}": ep for i, name in enumerate(swapped)
-                 for ep in [_endpoints(config, [name])[name]]}
+    endpoints = {f"{i}:{name}": endpoint(config, name) for i, name in enumerate(swapped)}
     new_labels = {row["item_id"]: row for row in final_labels(sample, judge_panel(
         sample, items, endpoints, load_prompts(), client))}
     original = {row["item_id"]: row for row in labels}

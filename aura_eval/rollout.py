@@ -99,16 +99,16 @@ def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
 def run(items_path, subset_path, out_path, calls_path, config: dict, run: str, progress=True) -> dict:
     """rollout stage for one agent × format."""
     from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoints_for_role
+    from aura_eval.llm import ModelClient, endpoint
     from aura_eval.prompts import load_prompt
 
     agent, fmt = parse_run(run)
     items = read_jsonl(subset_path if fmt == ACTION_ONLY else items_path)
     spec = config["agents"][agent]
-    (endpoint,) = endpoints_for_role({"models": config["models"], "roles": {"agent": spec["model"]}}, "agent")
+    agent_endpoint = endpoint(config, spec["model"])
     prompt = load_prompt(PROMPTS[(fmt, spec.get("output", "text"))])
     client = ModelClient(config["llm"], stage=f"rollout:{run}", progress=progress)
-    results = client.run(rollout_requests(items, endpoint, prompt, agent))
+    results = client.run(rollout_requests(items, agent_endpoint, prompt, agent))
     rows = [rollout_row(item, result, agent, fmt) for item, result in zip(items, results)]
     write_jsonl(out_path, rows, key="item_id")
     client.write_call_log(calls_path)

@@ -3,9 +3,7 @@
 import csv
 import json
 import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 

@@ -12,5 +12,6 @@ from aura_eval.llm.client import (  # noqa: F401
     ModelClient,
     Request,
     Result,
+    endpoint,
     endpoints_for_role,
 )

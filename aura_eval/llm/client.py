@@ -65,25 +65,27 @@ class Endpoint:
         return self.model.split("/", 1)[0] if "/" in self.model else "default"
 
 
+def endpoint(config: dict, name: str) -> Endpoint:
+    """The endpoint of the model entry `name` under the config's `models`."""
+    if name not in config.get("models", {}):
+        raise KeyError(f"config: model {name!r} is not under 'models'")
+    spec = config["models"][name]
+    unknown = set(spec.get("params", {})) - set(SAMPLING_PARAMS)
+    if unknown:
+        raise KeyError(f"config: model {name!r} has unknown params {sorted(unknown)} "
+                       f"(allowed: {', '.join(SAMPLING_PARAMS)})")
+    return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
+                    api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
+                    structured_output=spec.get("structured_output", True))
+
+
 def endpoints_for_role(config: dict, role: str) -> list[Endpoint]:
     """The endpoint(s) a config role names: one model or a panel (a list)."""
     roles = config.get("roles", {})
     if role not in roles:
         raise KeyError(f"config: role {role!r} is not set (roles set: {', '.join(sorted(roles))})")
     names = roles[role] if isinstance(roles[role], list) else [roles[role]]
-    endpoints = []
-    for name in names:
-        if name not in config.get("models", {}):
-            raise KeyError(f"config: role {role!r} names model {name!r}, which is not under 'models'")
-        spec = config["models"][name]
-        unknown = set(spec.get("params", {})) - set(SAMPLING_PARAMS)
-        if unknown:
-            raise KeyError(f"config: model {name!r} has unknown params {sorted(unknown)} "
-                           f"(allowed: {', '.join(SAMPLING_PARAMS)})")
-        endpoints.append(Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
-                                  api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                                  structured_output=spec.get("structured_output", True)))
-    return endpoints
+    return [endpoint(config, name) for name in names]
 
 
 @dataclass
@@ -233,13 +235,14 @@ class ModelClient:
         if self.replay:
             raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
                                  f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample}")
-        response, error = await self._with_retries(req, described)
+        response, error, latency = await self._with_retries(req, described)
         if error is not None:
-            return Result(request=req, status="failed", error=error, key=key, latency_s=response)
+            return Result(request=req, status="failed", error=error, key=key, latency_s=latency)
         self.cache.put(key, described, response)
         return self._result(req, response, key, cache_hit=False)
 
-    async def _with_retries(self, req, described):
+    async def _with_retries(self, req, described) -> tuple[dict | None, str | None, float]:
+        """(response record, None, latency) or (None, error text, latency) after the last retry."""
         max_retries = int(self.settings.get("max_retries", 5))
         backoff = float(self.settings.get("backoff_s", 1.0))
         kwargs = dict(model=req.endpoint.model, messages=req.messages, **req.endpoint.params,
@@ -257,14 +260,14 @@ class ModelClient:
                 resp = await litellm.acompletion(**kwargs)
             except RETRYABLE as err:
                 if attempt == max_retries:
-                    return time.perf_counter() - start, scrub_secrets(f"{type(err).__name__}: {err}")[:1000]
+                    return None, scrub_secrets(f"{type(err).__name__}: {err}")[:1000], time.perf_counter() - start
                 # Exponential backoff with jitter so parallel jobs do not retry in lockstep.
                 await asyncio.sleep(backoff * 2 ** attempt * (0.5 + random.random()))
                 continue
             except Exception as err:  # not retryable (bad request, auth, ...): recorded, never raised
-                return time.perf_counter() - start, scrub_secrets(f"{type(err).__name__}: {err}")[:1000]
+                return None, scrub_secrets(f"{type(err).__name__}: {err}")[:1000], time.perf_counter() - start
             latency = time.perf_counter() - start
-            return self._response_record(req, resp, latency), None
+            return self._response_record(req, resp, latency), None, latency
 
     def _response_record(self, req, resp, latency) -> dict:
         choice = resp.choices[0]
