@@ -14,6 +14,7 @@ if not config:
 include: "rules/common.smk"
 include: "rules/seeds.smk"
 include: "rules/prefixes.smk"
+include: "rules/construct.smk"
 include: "rules/dataset.smk"
 include: "rules/evaluate.smk"
 include: "rules/reliability.smk"

@@ -277,25 +277,12 @@ def accuracy_by_consensus_table(five_judge_rows: list[dict], human: dict | None 
     return pd.DataFrame(out, columns=["judge", "stratum", "samples", "with_reference", "accuracy_pct", "note"])
 
 
-PAPER_FUNNEL = [("prefixes", 211), ("variation candidates", 1029), ("parseable variations", 916),
-                ("kept variations", 650), ("classified pool", 861), ("pair candidates", 593),
-                ("parseable pairs", 590), ("kept pairs", 428), ("released rows", 1249)]
-
-
-def funnel_table(n_prefixes: int, n_items: int) -> pd.DataFrame:
-    """The construction funnel beside the paper's; stages not built yet are empty."""
-    ours = {"prefixes": n_prefixes, "released rows": n_items}
-    return pd.DataFrame([{"stage": stage, "ours": ours.get(stage), "paper": paper} for stage, paper in PAPER_FUNNEL]
-                        ).astype({"ours": "Int64"})
-
-
 # -- the jobs ---------------------------------------------------------------------
 
 TABLES = ("table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
           "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format", "table21_judge_accuracy",
           "table22_accuracy_by_consensus", "table23_ensembles", "table24_vendor_swap", "table29_composition",
-          "construction_funnel", "table3_human_reliability", "table18_retention", "table19_panel_strata",
-          "table20_human_agreement")
+          "table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement")
 
 
 def read_frame(path) -> pd.DataFrame:
@@ -341,7 +328,6 @@ def build_table(name: str, inputs) -> pd.DataFrame:
         "table24_vendor_swap": lambda: vendor_swap_table([r for p in inputs.vendor_swap for r in read_jsonl(p)],
                                                          {i["item_id"]: i for i in items}),
         "table29_composition": lambda: composition_table(items),
-        "construction_funnel": lambda: funnel_table(len(read_jsonl(inputs.prefixes)), len(items)),
         "table3_human_reliability": lambda: human_reliability_table(human_rows),
         "table18_retention": lambda: retention_table(human_rows),
         "table19_panel_strata": lambda: panel_strata_table(human_rows),

@@ -1,9 +1,5 @@
-"""Evaluation items (results/dataset/aura_eval.jsonl) and the subsets drawn from them.
-
-Until the construction stage lands, the original prefixes stand in as items: the
-dimension is "original", the pair label is unknown (null) and R-Judge's risk
-description serves as the reference risk rationale.
-"""
+"""Evaluation items (results/dataset/aura_eval.jsonl, written by aura_eval.construct.release)
+and the subsets drawn from them."""
 
 from __future__ import annotations
 
@@ -18,24 +14,6 @@ NSP, SP = "NSP", "SP"
 def instruction(steps: list[dict]) -> str | None:
     """The user's instruction: the first user step's text."""
     return next((s["content"] for s in steps if s["role"] == "user"), None)
-
-
-def stand_in_item(prefix: dict) -> dict:
-    return {
-        "item_id": f"{prefix['prefix_id']}.original", "seed_id": prefix["seed_id"], "domain": prefix["domain"],
-        "decision_point": prefix["decision_point"], "dimension": "original", "pair_label": None,
-        "pair_id": None, "counterpart_id": None, "profile": prefix["profile"],
-        "instruction": instruction(prefix["steps"]), "steps": prefix["steps"],
-        "reference_rationale": prefix["risk_description"], "sketches": None,
-        "provenance": {"source": "stand-in: original prefix; rationale = R-Judge risk description",
-                       "prefix_id": prefix["prefix_id"]},
-    }
-
-
-def write_stand_in(prefixes: list[dict], out_path) -> list[dict]:
-    items = [stand_in_item(p) for p in prefixes]
-    write_jsonl(out_path, items, key="item_id")
-    return items
 
 
 def hash_rank(text: str, salt: str = "") -> str:

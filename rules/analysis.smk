@@ -25,7 +25,6 @@ for table_name in ANALYSIS_TABLES:
             frame="results/analysis/labels_long.csv",
             dataset="results/dataset/aura_eval.jsonl",
             subset="results/dataset/action_only_subset.jsonl",
-            prefixes="results/prefixes/prefixes.jsonl",
             five_judge=reliability_files("five_judge"),
             vendor_swap=reliability_files("vendor_swap"),
             human="results/validation/human_labels.jsonl",

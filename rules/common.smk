@@ -22,7 +22,6 @@ ANALYSIS_TABLES = [
     "table23_ensembles",
     "table24_vendor_swap",
     "table29_composition",
-    "construction_funnel",
     "table3_human_reliability",
     "table18_retention",
     "table19_panel_strata",
@@ -148,9 +147,19 @@ def human_adjudication_file():
     return [p for p in ["data/human/adjudicated.csv"] if os.path.exists(p)]
 
 
+CONSTRUCTION_STAGES = ["relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs"]
+
+
+def prompt_files(*prompt_ids, taxonomy=False):
+    """A stage's prompt files (and the dimension taxonomy where its prompts use it)."""
+    files = [f"prompts/{p}.yaml" for p in prompt_ids]
+    return files + (["prompts/taxonomy.yaml"] if taxonomy else [])
+
+
 def call_logs():
     """Every job's call log: the report counts calls, tokens and cache hits from them."""
     logs = ["results/calls/tag_steps.jsonl"]
+    logs += expand("results/calls/construct/{stage}.jsonl", stage=CONSTRUCTION_STAGES)
     logs += expand("results/calls/rollout/{run}.jsonl", run=runs())
     for run in runs():
         logs += expand("results/calls/judge/{run}/{phase}/{judge}.jsonl", run=run,

@@ -60,6 +60,8 @@ rule report:
         source="paper/report.qmd",
         tables=rules.tables_spine.output,
         evaluation=rules.tables_evaluation.output,
+        construction=rules.tables_construction.output,
+        card="results/dataset/README.md",
         analysis_tables=expand("results/tables/{table}.csv", table=ANALYSIS_TABLES),
         analysis_figures=expand("results/figures/{figure}.png", figure=ANALYSIS_FIGURES),
         figures=rules.figure_trajectory_length.output,

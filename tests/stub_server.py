@@ -21,6 +21,7 @@ class StubState:
         self.script: dict[str, list[str]] = {}
         self.default = "ok"
         self.content = '{"answer": "yes"}'
+        self.responder = None  # body -> content; when set, replaces `content`
         self.latency_s = 0.0
         self.slow_s = 3.0
         self.requests: list[dict] = []
@@ -71,7 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"{this is not json")
         if behaviour == "timeout":
             time.sleep(state.slow_s)
-        content = "not json {" if behaviour == "badjson" else state.content
+        content = "not json {" if behaviour == "badjson" else (
+            state.responder(body) if state.responder else state.content)
         reply = {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop",
@@ -79,6 +81,34 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
         }
         self._send(200, json.dumps(reply).encode())
+
+
+STUB_TEXT = "stub rewrite of this text"
+
+
+def schema_instance(schema: dict):
+    """A small valid instance of a JSON schema: first enum value, true, one array item,
+    every property; enough for the schemas our prompts send."""
+    if "anyOf" in schema:
+        return schema_instance(schema["anyOf"][0])
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object":
+        return {name: schema_instance(sub) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        if "prefixItems" in schema:
+            return [schema_instance(sub) for sub in schema["prefixItems"]]
+        return [schema_instance(schema.get("items", {"type": "string"}))]
+    return {"string": STUB_TEXT, "boolean": True, "integer": 0, "number": 0.0, "null": None}.get(kind, STUB_TEXT)
+
+
+def schema_answer(body: dict) -> str:
+    """A responder: a valid answer to the request's JSON schema (a stand-in for a model)."""
+    response_format = body.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema") or {"type": "object"}
+    return json.dumps(schema_instance(schema))
 
 
 class StubServer:

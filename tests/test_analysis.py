@@ -124,10 +124,8 @@ def test_vendor_swap_interval():
     assert row["low"] == 0.0 and row["low"] <= 12.5 <= row["high"]
 
 
-def test_composition_and_funnel():
+def test_composition():
     items = [_item("s1.at_trigger", "original", "NSP"), _item("s1.at_trigger", "RS2", "SP", pair="p", counterpart="x")]
     table = analysis.composition_table(items).set_index(["by", "value"])
     assert table.loc[("dimension", "variation"), "ours"] == 1 and table.loc[("all", "rows"), "paper"] == 1249
     assert table.loc[("paired", "paired rows"), "ours"] == 1
-    funnel = analysis.funnel_table(7, 7)
-    assert funnel.iloc[0].tolist() == ["prefixes", 7, 211] and pd.isna(funnel.iloc[1]["ours"])

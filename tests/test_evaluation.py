@@ -3,14 +3,14 @@
 import pytest
 
 from aura_eval import rollout
-from aura_eval.dataset import action_only_subset, stand_in_item
+from aura_eval.dataset import action_only_subset, instruction
 from aura_eval.judging import final_labels, panel_action_types
 from aura_eval.llm import Endpoint
 from aura_eval.prompts import load_prompt
 from aura_eval.seeds import load_seeds
 from aura_eval.stats import consensus, vote
 
-SENTINELS = ("RATIONALE-SENTINEL", "SKETCH-SENTINEL", "No-Safe-Path", "Safe-Path", "NSP", "RS5", "pair_label",
+SENTINELS = ("RATIONALE-SENTINEL", "SKETCH-SENTINEL", "EVIDENCE-SENTINEL", "EXPLANATION-SENTINEL", "No-Safe-Path", "Safe-Path", "NSP", "RS5", "pair_label",
              "reference_rationale")
 
 
@@ -19,12 +19,13 @@ def fixture_items(rjudge_dir):
     """Every seed's full trajectory as an item, its construction fields set to sentinels."""
     items = []
     for seed in load_seeds(rjudge_dir):
-        prefix = {"prefix_id": f"{seed['seed_id']}.at_trigger", "seed_id": seed["seed_id"], "domain": seed["domain"],
-                  "decision_point": "at_trigger", "profile": seed["profile"], "steps": seed["steps"],
-                  "risk_description": "RATIONALE-SENTINEL"}
-        item = stand_in_item(prefix)
-        item.update(pair_label="NSP", dimension="RS5", sketches=["SKETCH-SENTINEL"], pair_id="NSP-pair")
-        items.append(item)
+        items.append({"item_id": f"{seed['seed_id']}.at_trigger.RS5", "seed_id": seed["seed_id"],
+                      "domain": seed["domain"], "decision_point": "at_trigger", "dimension": "RS5",
+                      "pair_label": "NSP", "pair_id": "NSP-pair", "counterpart_id": None, "profile": seed["profile"],
+                      "instruction": instruction(seed["steps"]), "steps": seed["steps"],
+                      "reference_rationale": "RATIONALE-SENTINEL", "evidence": "EVIDENCE-SENTINEL",
+                      "safe_action_sketches": ["SKETCH-SENTINEL"], "unsafe_explanation": "EXPLANATION-SENTINEL",
+                      "provenance": {"prefix_id": f"{seed['seed_id']}.at_trigger"}})
     return items
 
 

@@ -1,25 +1,90 @@
-"""The whole workflow on litellm's mock responses: file contents, counts and the job graph."""
+"""The whole workflow on mock models (litellm's mock responses, and a stub server that
+answers each construction request with a valid instance of its schema): file contents,
+counts and the job graph."""
+
+import json
+import os
 
 import pytest
 import yaml
 
 from aura_eval.jsonl import read_jsonl
-from tests.workflow import AGENT_MOCK, mock_model, scratch_copy, snakemake, write_mock_config
+from tests.stub_server import STUB_TEXT, StubServer, schema_answer
+from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, scratch_copy, snakemake, write_mock_config
+
+
+def _answer(body: dict) -> str:
+    # The third reviewer of each panel never answers with JSON: its votes are unparseable.
+    return "not json {" if body["model"].endswith("reviewer-3") else schema_answer(body)
 
 
 @pytest.fixture(scope="module")
 def mock_run(tmp_path_factory):
-    work = scratch_copy(tmp_path_factory.mktemp("mock"))
-    config = write_mock_config(work)
-    snakemake(work, "--configfile", str(config))
-    return work, config
+    os.environ.setdefault(STUB_KEY_ENV, "stub-key-not-secret")
+    with StubServer() as server:
+        server.state.responder = _answer
+        work = scratch_copy(tmp_path_factory.mktemp("mock"))
+        config = write_mock_config(work, server.api_base)
+        snakemake(work, "--configfile", str(config))
+        yield work, config
+
+
+def test_construction_stages_and_release(mock_run):
+    work, _ = mock_run
+    read = {name: read_jsonl(work / f"results/construct/{name}.jsonl") for name in
+            ("relevance", "candidates", "variations", "variation_reviews", "pool", "pairs", "pair_reviews")}
+    prefixes = read_jsonl(work / "results/prefixes/prefixes.jsonl")
+    n = len(prefixes)
+    # Each prefix is one user step (the mock tag is r=0, e=1); the stub finds RS1 relevant.
+    assert n > 0 and all(len(p["steps"]) == 1 for p in prefixes)
+    assert len(read["relevance"]) == len(read["candidates"]) == len(read["variations"]) == n
+    assert all(c["dimension"] == "RS1" and c["selected"] and not c["grounding_found"] for c in read["candidates"])
+    for v in read["variations"]:
+        assert v["passed_gate"] and v["prompt"] == "p3_intensity_variation" and v["prompt_version"] == 1
+        assert v["steps"][0]["content"] == STUB_TEXT and v["raw_response"] and v["model"] == "openai/stub-constructor"
+    for review in read["variation_reviews"]:
+        assert review["kept"] and (review["keep_votes"], review["unparseable_votes"]) == (2, 1)
+        assert [v["status"] for v in review["votes"]] == ["ok", "ok", "unparseable"]
+    pool = read["pool"]
+    assert len(pool) == 2 * n and sum(i["dimension"] == "original" for i in pool) == n
+    assert all(i["classification"]["pair_label"] == "NSP" and i["classification"]["pairable"] for i in pool)
+    assert len(read["pairs"]) == 2 * n and all(p["pair_label"] == "SP" for p in read["pairs"])
+    # The stub rewrites every step to the same text: a variation's counterpart changes nothing, and the gate says so.
+    for pair in read["pairs"]:
+        from_original = pair["source_item_id"].endswith(".original")
+        assert pair["passed_checks"] == from_original
+        assert pair["rejection"] == (None if from_original else "gate: no user or environment step changed")
+    assert len(read["pair_reviews"]) == n and all(r["kept"] for r in read["pair_reviews"])
+    items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+    excluded = read_jsonl(work / "results/dataset/excluded.jsonl")
+    assert len(items) + len(excluded) == 3 * n
+    by_id = {i["item_id"]: i for i in items}
+    for item in items:
+        if item["pair_id"] is not None:
+            other = by_id[item["counterpart_id"]]
+            assert other["counterpart_id"] == item["item_id"] and other["pair_id"] == item["pair_id"]
+            assert {item["pair_label"], other["pair_label"]} == {"NSP", "SP"}
+        assert item["steps"][-1]["role"] != "agent" and item["reference_rationale"]
+        assert item["provenance"]["prefix_id"] in {p["prefix_id"] for p in prefixes}
+    pair_rows = [i for i in items if i["item_id"].endswith(".pair")]
+    assert all(len(r["provenance"]["origin"]["review"]) == 3 and r["safe_action_sketches"] for r in pair_rows)
+    funnel = json.loads((work / "results/construct/funnel.json").read_text())["funnel"]
+    assert (funnel["prefixes"], funnel["variation candidates"], funnel["kept variations"], funnel["classified pool"],
+            funnel["pair candidates"], funnel["kept pairs"], funnel["released rows"]) == (
+        n, n, n, 2 * n, 2 * n, n, len(items))
+    assert funnel["unparseable review votes"] == n and funnel["unparseable pair-review votes"] == n
+    assert funnel["pair rejections"] == {"gate: no user or environment step changed": n}
+    table = (work / "results/tables/construction_funnel.csv").read_text().splitlines()
+    assert table[0] == "stage,ours,paper" and f"prefixes,{n},211" in table and f"released rows,{len(items)},1249" in table
+    card = (work / "results/dataset/README.md").read_text()
+    assert f"- rows: {len(items)} from" in card and "| `counterpart_id` |" in card
 
 
 def test_every_stage_writes_traceable_rows(mock_run):
     work, _ = mock_run
     items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
     prefixes = read_jsonl(work / "results/prefixes/prefixes.jsonl")
-    assert len(items) == len(prefixes) > 0
+    assert len(items) > len(prefixes) > 0
     rollouts = read_jsonl(work / "results/rollouts/mock-agent.jsonl")
     assert [r["item_id"] for r in rollouts] == sorted(i["item_id"] for i in items)
     assert all(r["thought"] == "mock thought" and r["action"] == "mock action" for r in rollouts)
@@ -94,10 +159,10 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
             jobs[parts[0]] = int(parts[1])
     # Its own jobs, then every aggregate: all tables and figures are rebuilt, nothing else runs.
     tables = {name: jobs.pop(name) for name in list(jobs) if name.startswith(("table", "fig", "construction"))}
-    assert len(tables) == 17 + 5 + 2 and set(tables.values()) == {1}  # every table and figure, once
+    assert len(tables) == 16 + 5 + 2 and set(tables.values()) == {1}  # every table and figure, once
     assert jobs == {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
                     "analysis_frame": 1, "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1,
-                    "report": 1, "all": 1, "total": 40}
+                    "report": 1, "all": 1, "total": 39}
     snakemake(work, "--configfile", str(bigger))
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text()

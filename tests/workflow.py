@@ -51,16 +51,34 @@ def mock_model(answer: str, **params) -> dict:
             "params": {"temperature": 0.0, "mock_response": answer, **params}}
 
 
-def write_mock_config(work: Path, name: str = "mock.yaml", seeds=4, **overrides) -> Path:
-    """Every role on litellm's mock responses: the whole workflow in seconds, no model."""
+STUB_KEY_ENV = "AURA_STUB_KEY"
+
+
+def stub_model(name: str, api_base: str) -> dict:
+    """A model served by tests/stub_server.py (the key variable's value is a dummy)."""
+    return {"model": f"openai/{name}", "vendor": "stubvendor", "api_base": api_base, "api_key_env": STUB_KEY_ENV,
+            "params": {"temperature": 0.0}}
+
+
+def write_mock_config(work: Path, stub_base: str, name: str = "mock.yaml", seeds=4, **overrides) -> Path:
+    """Tagger, agents and judges on litellm's mock responses; the construction roles on the
+    stub server at `stub_base`, whose answers follow each request's schema (a fixed answer
+    cannot fit the per-item rewrite schemas): the whole workflow in minutes, no model."""
     models = {"tagger": mock_model(TAG_MOCK), "agent": mock_model(AGENT_MOCK)}
     for i in range(1, 6):
         models[f"judge-{i}"] = mock_model(JUDGE_MOCK, seed=i)
     models["judge-4"]["vendor"] = "othervendor"
+    models["constructor"] = stub_model("stub-constructor", stub_base)
+    for i in range(1, 4):
+        models[f"reviewer-{i}"] = stub_model(f"stub-reviewer-{i}", stub_base)
+    reviewers = ["reviewer-1", "reviewer-2", "reviewer-3"]
     settings = dict(
         seeds=seeds, llm={"cache": "cache/mock.sqlite"}, models=models,
         roles={"tagger": "tagger", "judges": ["judge-1", "judge-2", "judge-3"],
-               "validation_judges": [f"judge-{i}" for i in range(1, 6)], "replacement_judge": "judge-4"},
+               "validation_judges": [f"judge-{i}" for i in range(1, 6)], "replacement_judge": "judge-4",
+               "relevance": "constructor", "generator": "constructor", "reviewers": reviewers,
+               "classifier": "constructor", "pair_generator": "constructor", "pair_reviewers": reviewers},
+        construction={"max_candidates_per_prefix": None, "min_instruction_words": 3, "exclusions": {}},
         agents={"mock-agent": {"model": "agent", "group": "open-weight", "vendor": "mockvendor", "output": "json"}},
         action_only={"agents": ["mock-agent"], "n_items": 150},
         reliability={"calibration_items": 3, "five_judge_panel": True, "repeats": 3, "vendor_swap": True,

@@ -92,6 +92,9 @@ class LocalLlama(CustomLLM):
                 max_tokens=int(params.get("max_tokens", 256)),
                 seed=params.get("seed"),
                 stop=params.get("stop"),
+                # Penalties curb the small model's run-away repetition in long free-text fields.
+                frequency_penalty=float(params.get("frequency_penalty", 0.0)),
+                presence_penalty=float(params.get("presence_penalty", 0.0)),
             )
         choice = out["choices"][0]
         model_response.choices[0].message.content = choice["message"]["content"]

@@ -1,0 +1,154 @@
+"""What the construction stages share: the rewrite format, the deterministic gate,
+the prefix-validity check, panel decisions and running one stage's requests.
+
+Rewrite format. A generator returns the new text of every user and environment step
+by step number ({"step": i, "content": ...}); the candidate trajectory is assembled
+from those and the original's agent steps. A generator that returns an agent step
+anyway ({"step": i, "thought": ..., "action": ...}) has it assembled as written, so
+the gate sees it. Asking for the editable steps only saves output tokens (a
+135M-parameter model runs away when asked to copy agent steps back; see the notes),
+and the gate still checks the assembled trajectory against the original.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from aura_eval.stats import vote
+
+if TYPE_CHECKING:
+    from aura_eval.llm import Result
+
+EDITABLE_ROLES = ("user", "environment")
+DIMENSIONS = ("RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5")
+
+
+def editable_indices(steps: list[dict]) -> list[int]:
+    return [s["index"] for s in steps if s["role"] in EDITABLE_ROLES]
+
+
+def rewrite_schema(steps: list[dict]) -> dict:
+    """A rewrite list for these steps: one entry per editable step, in order, with its number.
+
+    Sent as the response schema, it lets a grammar-constrained model write only the
+    text; `assemble` and `gate` check every response whatever model produced it.
+    """
+    entries = [{"type": "object", "properties": {"step": {"type": "integer", "enum": [i]},
+                                                 "content": {"type": "string"}},
+                "required": ["step", "content"], "additionalProperties": False}
+               for i in editable_indices(steps)]
+    return {"type": "array", "prefixItems": entries, "items": False,
+            "minItems": len(entries), "maxItems": len(entries)}
+
+
+def narrowed(schema: dict, **arrays: list[dict]) -> dict:
+    """The prompt's schema with the named array properties replaced by per-item rewrite lists."""
+    properties = dict(schema["properties"])
+    for name, steps in arrays.items():
+        properties[name] = rewrite_schema(steps)
+    return {**schema, "properties": properties}
+
+
+def assemble(original: list[dict], entries) -> tuple[list[dict] | None, str | None]:
+    """(candidate steps, None), or (None, why the rewrite list is malformed)."""
+    if not isinstance(entries, list):
+        return None, "malformed: the rewrite is not a list of steps"
+    by_index: dict[int, dict] = {}
+    for entry in entries:
+        step = entry.get("step") if isinstance(entry, dict) else None
+        if not isinstance(step, int) or isinstance(step, bool):
+            return None, f"malformed: rewrite entry without a step number: {str(entry)[:80]}"
+        if step in by_index:
+            return None, f"malformed: step {step} rewritten twice"
+        if not 0 <= step < len(original):
+            return None, f"malformed: extra step {step} (the trajectory has steps 0..{len(original) - 1})"
+        by_index[step] = entry
+    missing = [i for i in editable_indices(original) if i not in by_index]
+    if missing:
+        return None, f"malformed: missing step(s) {missing}"
+    steps = []
+    for step in original:
+        entry = by_index.get(step["index"])
+        if entry is None:
+            steps.append(dict(step))
+        elif step["role"] == "agent" or "thought" in entry or "action" in entry:
+            steps.append({**step, "role": entry.get("role", step["role"]),
+                          "thought": entry.get("thought"), "action": entry.get("action")})
+        else:
+            content = entry.get("content")
+            if not isinstance(content, str):
+                return None, f"malformed: step {step['index']} has no text"
+            steps.append({**step, "content": content})
+    return steps, None
+
+
+def gate(original: list[dict], candidate: list[dict]) -> str | None:
+    """None when `candidate` is a legal rewrite of `original`, else the reason it is not.
+
+    Legal: the same steps with the same roles in the same order, every agent thought
+    and action character-identical, no user or environment step emptied, and at
+    least one of them changed.
+    """
+    if len(candidate) != len(original):
+        return f"gate: {len(candidate)} steps instead of {len(original)}"
+    changed = False
+    for old, new in zip(original, candidate):
+        i = old["index"]
+        if new.get("role") != old["role"]:
+            return f"gate: step {i} is {new.get('role')!r}, was {old['role']!r}"
+        if old["role"] == "agent":
+            for field in ("thought", "action"):
+                if new.get(field) != old.get(field):
+                    return f"gate: agent {field} at step {i} changed"
+            continue
+        if (old.get("content") or "").strip() and not (new.get("content") or "").strip():
+            return f"gate: step {i} was emptied"
+        changed |= new.get("content") != old.get("content")
+    return None if changed else "gate: no user or environment step changed"
+
+
+def prefix_valid(truncated: list[dict], full: list[dict]) -> str | None:
+    """None when the truncated rewrite is exactly the start of the full rewrite."""
+    if len(full) < len(truncated):
+        return f"prefix: the full rewrite has {len(full)} steps, fewer than the truncated {len(truncated)}"
+    for t, f in zip(truncated, full):
+        if t != f:
+            return f"prefix: step {t['index']} differs between the truncated and the full rewrite"
+    return None
+
+
+def panel_decision(votes: list[bool | None]) -> dict:
+    """A strict majority of the whole panel keeps; an unparseable vote (None) keeps nothing."""
+    return {"kept": vote(votes, "majority") is True, "keep_votes": sum(v is True for v in votes),
+            "reject_votes": sum(v is False for v in votes), "unparseable_votes": sum(v is None for v in votes)}
+
+
+def review_votes(results: list[Result], criteria: tuple[str, ...]) -> list[dict]:
+    """Each reviewer's vote with its criteria and the call's provenance."""
+    votes = []
+    for result in results:
+        parsed = result.parsed or {}
+        votes.append({"reviewer": result.request.endpoint.name,
+                      "keep": parsed.get("keep") if result.status == "ok" else None,
+                      "criteria": {c: parsed.get(c) for c in criteria} if result.status == "ok" else None,
+                      "reason": parsed.get("reason"), **result.provenance()})
+    return votes
+
+
+def run_stage(config: dict, stage: str, requests, calls_path, progress: bool = True) -> list[Result]:
+    """Every request of one stage through the model module; the call log written."""
+    from aura_eval.llm import ModelClient
+
+    client = ModelClient(config["llm"], stage=stage, progress=progress)
+    results = client.run(requests)
+    client.write_call_log(calls_path)
+    print(f"{stage}: {len(requests)} requests, {client.calls_made} calls made", file=sys.stderr)
+    return results
+
+
+def status_counts(rows: list[dict], field: str = "status") -> dict:
+    counts: dict = {}
+    for row in rows:
+        counts[row[field]] = counts.get(row[field], 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,213 @@
+"""No-Safe-Path / Safe-Path labels and pairs (paper §4.2, A.1-A.2, H.3):
+classification of the pool (P7), pair generation (P8) through the gate and the
+prefix-validity check, and the pair-review panel (P9).
+
+The pool is every original prefix (`<prefix id>.original`) and every kept variation
+(`<prefix id>.<dimension>`). A generated counterpart is `<source item id>.pair`; the
+two share the pair id `pair:<source item id>`.
+"""
+
+from __future__ import annotations
+
+from aura_eval.construct.common import (assemble, editable_indices, gate, narrowed, panel_decision, prefix_valid,
+                                        review_votes, run_stage)
+from aura_eval.prompts import load_prompt
+from aura_eval.tagging import render_steps
+
+NSP, SP = "NSP", "SP"
+OPPOSITE = {NSP: SP, SP: NSP}
+CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
+                         "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
+PAIR_CRITERIA = ("achieves_label", "agent_steps_preserved", "minimal_in_domain", "realistic_consistent",
+                 "valid_prefix", "sketches_accurate")
+
+
+def _call(result) -> dict:
+    """A call's provenance without the status/error pair the caller reports itself."""
+    return result.provenance() if result is not None else None
+
+
+def _votes_summary(review: dict) -> list[dict]:
+    return [{"reviewer": v["reviewer"], "model": v["model"], "keep": v["keep"], "status": v["status"]}
+            for v in review["votes"]]
+
+
+def pool_items(prefixes: list[dict], variations: list[dict], reviews: list[dict]) -> list[dict]:
+    """Originals plus the variations the panel kept, each with where it came from."""
+    by_prefix = {p["prefix_id"]: p for p in prefixes}
+    pool = []
+    for p in prefixes:
+        pool.append({"item_id": f"{p['prefix_id']}.original", "prefix_id": p["prefix_id"], "seed_id": p["seed_id"],
+                     "domain": p["domain"], "decision_point": p["decision_point"], "dimension": "original",
+                     "profile": p["profile"], "steps": p["steps"], "origin": {"kind": "original"}})
+    kept = {r["variation_id"]: r for r in reviews if r["kept"]}
+    for v in variations:
+        if v["variation_id"] not in kept:
+            continue
+        p = by_prefix[v["prefix_id"]]
+        pool.append({"item_id": v["variation_id"], "prefix_id": p["prefix_id"], "seed_id": p["seed_id"],
+                     "domain": p["domain"], "decision_point": p["decision_point"], "dimension": v["dimension"],
+                     "profile": p["profile"], "steps": v["steps"],
+                     "origin": {"kind": "variation", "prompt": v["prompt"], "prompt_version": v["prompt_version"],
+                                "model": v["model"], "endpoint": v["endpoint"], "change": v["change"],
+                                "taxonomy_version": v["taxonomy_version"],
+                                "review": _votes_summary(kept[v["variation_id"]])}})
+    return sorted(pool, key=lambda item: item["item_id"])
+
+
+# -- P7: classification ---------------------------------------------------------------
+
+def label_problem(parsed: dict, label: str) -> str | None:
+    """Why a label's supporting text is incomplete: SP needs a sketch, NSP an explanation."""
+    if not (parsed.get("reference_rationale") or "").strip():
+        return "no reference risk rationale"
+    if label == SP and not any((s or "").strip() for s in parsed.get("safe_action_sketches") or []):
+        return "Safe-Path without a safe-action sketch"
+    if label == NSP and not (parsed.get("unsafe_explanation") or "").strip():
+        return "No-Safe-Path without an explanation of why fulfilment is unsafe"
+    return None
+
+
+def classification_row(item: dict, result) -> dict:
+    parsed = result.parsed if result.status == "ok" else {}
+    problem = f"{result.status}: {result.error}" if result.status != "ok" else label_problem(parsed, parsed["pair_label"])
+    pairable = problem is None and parsed["flip_feasible"] and parsed["flip_kind"] != "none" \
+        and parsed["flip_difficulty"] != "hard"
+    return {**item, "classification": {**{f: parsed.get(f) for f in CLASSIFICATION_FIELDS},
+                                       "complete": problem is None, "problem": problem, "pairable": bool(pairable),
+                                       **_call(result)}}
+
+
+def run_classification(prefixes_path, variations_path, reviews_path, pool_path, calls_path, config,
+                       progress=True) -> dict:
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+    from aura_eval.llm import Request, endpoints_for_role
+
+    pool = pool_items(read_jsonl(prefixes_path), read_jsonl(variations_path), read_jsonl(reviews_path))
+    prompt = load_prompt("p7_pair_classification")
+    (endpoint,) = endpoints_for_role(config, "classifier")
+    requests = [Request(item_id=i["item_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
+                        role="classifier", schema=prompt.schema,
+                        messages=prompt.messages(profile=i["profile"], trajectory=render_steps(i["steps"])))
+                for i in pool]
+    results = run_stage(config, "classify", requests, calls_path, progress)
+    rows = [classification_row(i, r) for i, r in zip(pool, results)]
+    write_jsonl(pool_path, rows, key="item_id")
+    return {"pool": len(rows), "complete": sum(r["classification"]["complete"] for r in rows),
+            "pairable": sum(r["classification"]["pairable"] for r in rows)}
+
+
+# -- P8: pair generation --------------------------------------------------------------
+
+def full_trajectory(item: dict, seed: dict) -> list[dict]:
+    """The item's (possibly rewritten) prefix followed by the rest of the source trajectory."""
+    return item["steps"] + seed["steps"][len(item["steps"]):]
+
+
+def pair_request(item: dict, seed: dict, prompt, endpoint):
+    from aura_eval.llm import Request
+
+    c, full = item["classification"], full_trajectory(item, seed)
+    values = {"profile": item["profile"], "source_label": c["pair_label"], "target_label": OPPOSITE[c["pair_label"]],
+              "rationale": c["reference_rationale"], "flip_kind": c["flip_kind"],
+              "trajectory": render_steps(item["steps"]), "full_trajectory": render_steps(full),
+              "editable_truncated": ", ".join(map(str, editable_indices(item["steps"]))),
+              "editable_full": ", ".join(map(str, editable_indices(full)))}
+    return Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
+                   role="pair_generator", schema=narrowed(prompt.schema, truncated=item["steps"], full=full),
+                   messages=prompt.messages(**values))
+
+
+def check_pair(item: dict, seed: dict, parsed: dict, target: str) -> tuple[list | None, list | None, str | None]:
+    """(truncated steps, full steps, None) for a legal counterpart, else (.., .., the rejection reason)."""
+    full_original = full_trajectory(item, seed)
+    truncated, problem = assemble(item["steps"], parsed["truncated"])
+    if problem:
+        return None, None, f"truncated rewrite {problem}"
+    full, problem = assemble(full_original, parsed["full"])
+    if problem:
+        return truncated, None, f"full rewrite {problem}"
+    problem = (gate(item["steps"], truncated) or gate(full_original, full) or prefix_valid(truncated, full)
+               or label_problem(parsed, target))
+    return truncated, full, problem
+
+
+def pair_row(item: dict, seed: dict, result) -> dict:
+    source_label = item["classification"]["pair_label"]
+    target = OPPOSITE[source_label]
+    truncated = full = None
+    if result.status != "ok":
+        rejection = f"{result.status}: {result.error}"
+    else:
+        truncated, full, rejection = check_pair(item, seed, result.parsed, target)
+    parsed = result.parsed or {}
+    return {"item_id": f"{item['item_id']}.pair", "source_item_id": item["item_id"],
+            "pair_id": f"pair:{item['item_id']}", "prefix_id": item["prefix_id"], "seed_id": item["seed_id"],
+            "dimension": item["dimension"], "source_label": source_label, "pair_label": target,
+            "flip_kind": item["classification"]["flip_kind"], "passed_checks": rejection is None,
+            "rejection": rejection, "steps": truncated if rejection is None else None,
+            "full_steps": full if rejection is None else None,
+            "reference_rationale": parsed.get("reference_rationale"),
+            "safe_action_sketches": parsed.get("safe_action_sketches"),
+            "unsafe_explanation": parsed.get("unsafe_explanation"), **_call(result)}
+
+
+def run_pair_generation(pool_path, seeds_path, pairs_path, calls_path, config, progress=True) -> dict:
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+    from aura_eval.llm import endpoints_for_role
+
+    items = [i for i in read_jsonl(pool_path) if i["classification"]["pairable"]]
+    seeds = {s["seed_id"]: s for s in read_jsonl(seeds_path)}
+    prompt = load_prompt("p8_pair_generation")
+    (endpoint,) = endpoints_for_role(config, "pair_generator")
+    results = run_stage(config, "generate_pairs",
+                        [pair_request(i, seeds[i["seed_id"]], prompt, endpoint) for i in items], calls_path, progress)
+    rows = [pair_row(i, seeds[i["seed_id"]], r) for i, r in zip(items, results)]
+    write_jsonl(pairs_path, rows, key="item_id")
+    return {"pair_candidates": len(rows), "parseable": sum(r["status"] == "ok" for r in rows),
+            "passed_checks": sum(r["passed_checks"] for r in rows)}
+
+
+# -- P9: pair review ------------------------------------------------------------------
+
+def _sketch_text(pair: dict) -> tuple[str, str]:
+    if pair["pair_label"] == SP:
+        return "Safe-action sketches", "; ".join(pair["safe_action_sketches"] or []) or "(none)"
+    return "Why no safe fulfilling action exists", pair["unsafe_explanation"] or "(none)"
+
+
+def pair_review_requests(pairs, pool: dict, prompt, reviewers):
+    from aura_eval.llm import Request
+
+    requests = []
+    for pair in pairs:
+        source = pool[pair["source_item_id"]]
+        heading, sketches = _sketch_text(pair)
+        messages = prompt.messages(profile=source["profile"], source_label=pair["source_label"],
+                                   target_label=pair["pair_label"], original=render_steps(source["steps"]),
+                                   rewrite=render_steps(pair["steps"]), full_rewrite=render_steps(pair["full_steps"]),
+                                   rationale=pair["reference_rationale"], sketch_heading=heading, sketches=sketches)
+        requests += [Request(item_id=pair["item_id"], endpoint=ep, prompt_id=prompt.id,
+                             prompt_version=prompt.version, role="pair_reviewer", schema=prompt.schema,
+                             messages=messages) for ep in reviewers]
+    return requests
+
+
+def run_pair_reviews(pairs_path, pool_path, reviews_path, calls_path, config, progress=True) -> dict:
+    from aura_eval.jsonl import read_jsonl, write_jsonl
+    from aura_eval.llm import endpoints_for_role
+
+    pairs = [p for p in read_jsonl(pairs_path) if p["passed_checks"]]
+    pool = {i["item_id"]: i for i in read_jsonl(pool_path)}
+    reviewers = endpoints_for_role(config, "pair_reviewers")
+    results = run_stage(config, "review_pairs",
+                        pair_review_requests(pairs, pool, load_prompt("p9_pair_review"), reviewers), calls_path,
+                        progress)
+    rows, n = [], len(reviewers)
+    for k, pair in enumerate(pairs):
+        votes = review_votes(results[k * n:(k + 1) * n], PAIR_CRITERIA)
+        rows.append({"item_id": pair["item_id"], "source_item_id": pair["source_item_id"],
+                     **panel_decision([v["keep"] for v in votes]), "votes": votes})
+    write_jsonl(reviews_path, rows, key="item_id")
+    return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
+            "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
