@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from aura_eval.construct.common import gate, panel_decision, prefix_valid
 from aura_eval.jsonl import read_jsonl
 from tests.workflow import scratch_copy, snakemake, write_config
 
@@ -17,7 +18,11 @@ BYTE_STABLE = ["results/dataset/aura_eval.jsonl", "results/reliability/five_judg
                "results/seeds/seeds.jsonl", "results/prefixes/tags.jsonl", "results/prefixes/prefixes.jsonl",
                "results/tables/seed_composition.csv", "results/tables/prefix_counts.csv",
                "results/figures/trajectory_length_by_domain.png",
-               "results/figures/trajectory_length_by_domain.svg"]
+               "results/figures/trajectory_length_by_domain.svg", "results/construct/relevance.jsonl",
+               "results/construct/candidates.jsonl", "results/construct/variations.jsonl",
+               "results/construct/variation_reviews.jsonl", "results/construct/pool.jsonl",
+               "results/construct/pairs.jsonl", "results/construct/pair_reviews.jsonl",
+               "results/construct/funnel.json", "results/dataset/README.md", "results/dataset/excluded.jsonl"]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def test_default_run_covers_every_stage(finished_run):
     # The embedded model as agent and as a panel of three, on every item.
     items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
     rollouts = read_jsonl(work / "results/rollouts/smollm2-135m.jsonl")
-    assert [r["item_id"] for r in rollouts] == [i["item_id"] for i in items] and len(items) == len(prefixes)
+    assert [r["item_id"] for r in rollouts] == [i["item_id"] for i in items] and items
     assert all(r["model"] == "aura_local/smollm2-135m-instruct" and r["raw_response"] for r in rollouts)
     labels = read_jsonl(work / "results/labels/smollm2-135m.jsonl")
     assert len(labels) == len(items)
@@ -61,6 +66,52 @@ def test_default_run_covers_every_stage(finished_run):
             assert label["action_safety"]["label"] in (None, "Safe", "Unsafe")
     summary = (work / "results/tables/evaluation_summary.csv").read_text().splitlines()
     assert summary[1].startswith(f"smollm2-135m,open-weight,react,{len(items)},")
+
+
+def test_construction_on_the_embedded_model(finished_run):
+    """Every construction stage ran on the real model, and every file agrees with the next."""
+    work, _ = finished_run
+    prefixes = {p["prefix_id"]: p for p in read_jsonl(work / "results/prefixes/prefixes.jsonl")}
+    read = {name: read_jsonl(work / f"results/construct/{name}.jsonl") for name in
+            ("relevance", "candidates", "variations", "variation_reviews", "pool", "pairs", "pair_reviews")}
+    assert sorted(r["prefix_id"] for r in read["relevance"]) == sorted(prefixes)
+    assert all(r["prompt"] == "p2_dimension_relevance" and r["model"] == "aura_local/smollm2-135m-instruct"
+               for r in read["relevance"])
+    selected = [c for c in read["candidates"] if c["selected"]]
+    assert selected and all(sum(c["prefix_id"] == p for c in selected) <= 2 for p in prefixes)  # the default cap
+    variations = read["variations"]
+    assert [v["variation_id"] for v in variations] == [c["candidate_id"] for c in selected]
+    for v in variations:
+        assert v["status"] in ("ok", "unparseable", "failed") and v["raw_response"] is not None
+        if v["passed_gate"]:  # the gate, re-run here, agrees
+            assert v["status"] == "ok" and gate(prefixes[v["prefix_id"]]["steps"], v["steps"]) is None
+        else:
+            assert v["rejection"] and v["steps"] is None
+    passed = [v["variation_id"] for v in variations if v["passed_gate"]]
+    assert [r["variation_id"] for r in read["variation_reviews"]] == passed
+    for review in read["variation_reviews"]:
+        assert len(review["votes"]) == 3 and {v["model"] for v in review["votes"]} == {
+            "aura_local/smollm2-135m-instruct"}
+        assert review["kept"] == panel_decision([v["keep"] for v in review["votes"]])["kept"]
+    kept = {r["variation_id"] for r in read["variation_reviews"] if r["kept"]}
+    pool = read["pool"]
+    assert {i["item_id"] for i in pool} == {f"{p}.original" for p in prefixes} | kept
+    pairable = [i["item_id"] for i in pool if i["classification"]["pairable"]]
+    assert [p["source_item_id"] for p in read["pairs"]] == pairable
+    for pair in read["pairs"]:
+        if pair["passed_checks"]:
+            assert prefix_valid(pair["steps"], pair["full_steps"]) is None
+    assert [r["item_id"] for r in read["pair_reviews"]] == [p["item_id"] for p in read["pairs"] if p["passed_checks"]]
+    items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+    excluded = read_jsonl(work / "results/dataset/excluded.jsonl")
+    kept_pairs = sum(r["kept"] for r in read["pair_reviews"])
+    assert len(items) + len(excluded) == len(pool) + kept_pairs and all(e["reason"] for e in excluded)
+    assert all(i["pair_label"] in ("NSP", "SP") and i["reference_rationale"] for i in items)
+    funnel = json.loads((work / "results/construct/funnel.json").read_text())["funnel"]
+    assert (funnel["prefixes"], funnel["variation candidates"], funnel["classified pool"], funnel["released rows"]) \
+        == (len(prefixes), len(selected), len(pool), len(items))
+    calls = read_jsonl(work / "results/calls/construct/vary.jsonl")
+    assert len(calls) == len(variations) and all(c["tokens_out"] for c in calls if not c["cache_hit"])
 
 
 def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):

@@ -28,16 +28,23 @@ def editable_indices(steps: list[dict]) -> list[int]:
     return [s["index"] for s in steps if s["role"] in EDITABLE_ROLES]
 
 
+def max_length(step: dict) -> int:
+    """A rewritten step may grow to 3x its original length plus 300 characters: room for
+    an edit (SD5 adds routine tasks), while a model that runs away into repetition is
+    stopped by the schema instead of by max_tokens, mid-string."""
+    return 3 * len(step.get("content") or "") + 300
+
+
 def rewrite_schema(steps: list[dict]) -> dict:
     """A rewrite list for these steps: one entry per editable step, in order, with its number.
 
     Sent as the response schema, it lets a grammar-constrained model write only the
     text; `assemble` and `gate` check every response whatever model produced it.
     """
-    entries = [{"type": "object", "properties": {"step": {"type": "integer", "enum": [i]},
-                                                 "content": {"type": "string"}},
+    entries = [{"type": "object", "properties": {"step": {"type": "integer", "enum": [s["index"]]},
+                                                 "content": {"type": "string", "maxLength": max_length(s)}},
                 "required": ["step", "content"], "additionalProperties": False}
-               for i in editable_indices(steps)]
+               for s in steps if s["role"] in EDITABLE_ROLES]
     return {"type": "array", "prefixItems": entries, "items": False,
             "minItems": len(entries), "maxItems": len(entries)}
 
