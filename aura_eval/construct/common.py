@@ -28,21 +28,16 @@ def editable_indices(steps: list[dict]) -> list[int]:
     return [s["index"] for s in steps if s["role"] in EDITABLE_ROLES]
 
 
-def max_length(step: dict) -> int:
-    """A rewritten step may grow to 3x its original length plus 300 characters: room for
-    an edit (SD5 adds routine tasks), while a model that runs away into repetition is
-    stopped by the schema instead of by max_tokens, mid-string."""
-    return 3 * len(step.get("content") or "") + 300
-
-
 def rewrite_schema(steps: list[dict]) -> dict:
     """A rewrite list for these steps: one entry per editable step, in order, with its number.
 
     Sent as the response schema, it lets a grammar-constrained model write only the
-    text; `assemble` and `gate` check every response whatever model produced it.
+    text; `assemble` and `gate` check every response whatever model produced it. No
+    maxLength: llama.cpp turns it into nested grammar rules, and a limit sized to a long
+    environment step crashed the process (SIGSEGV); a run-away ends at max_tokens instead.
     """
     entries = [{"type": "object", "properties": {"step": {"type": "integer", "enum": [s["index"]]},
-                                                 "content": {"type": "string", "maxLength": max_length(s)}},
+                                                 "content": {"type": "string"}},
                 "required": ["step", "content"], "additionalProperties": False}
                for s in steps if s["role"] in EDITABLE_ROLES]
     return {"type": "array", "prefixItems": entries, "items": False,
@@ -129,6 +124,25 @@ def panel_decision(votes: list[bool | None]) -> dict:
     """A strict majority of the whole panel keeps; an unparseable vote (None) keeps nothing."""
     return {"kept": vote(votes, "majority") is True, "keep_votes": sum(v is True for v in votes),
             "reject_votes": sum(v is False for v in votes), "unparseable_votes": sum(v is None for v in votes)}
+
+
+def panel_requests(item_id: str, prompt, messages: list[dict], reviewers, role: str) -> list:
+    """One review request per panel member, the same messages for each."""
+    from aura_eval.llm import Request
+
+    return [Request(item_id=item_id, endpoint=ep, prompt_id=prompt.id, prompt_version=prompt.version, role=role,
+                    schema=prompt.schema, messages=messages) for ep in reviewers]
+
+
+def panel_rows(reviewed: list[dict], results: list[Result], n_reviewers: int, criteria: tuple[str, ...],
+               fields: tuple[str, ...]) -> list[dict]:
+    """Per reviewed row (its `fields` copied): the panel decision and every vote, from
+    results ordered row by row, reviewer by reviewer."""
+    rows = []
+    for k, item in enumerate(reviewed):
+        votes = review_votes(results[k * n_reviewers:(k + 1) * n_reviewers], criteria)
+        rows.append({**{f: item[f] for f in fields}, **panel_decision([v["keep"] for v in votes]), "votes": votes})
+    return rows
 
 
 def review_votes(results: list[Result], criteria: tuple[str, ...]) -> list[dict]:

@@ -9,8 +9,8 @@ two share the pair id `pair:<source item id>`.
 
 from __future__ import annotations
 
-from aura_eval.construct.common import (assemble, editable_indices, gate, narrowed, panel_decision, prefix_valid,
-                                        review_votes, run_stage)
+from aura_eval.construct.common import (assemble, editable_indices, gate, narrowed, panel_requests, panel_rows,
+                                        prefix_valid, run_stage)
 from aura_eval.prompts import load_prompt
 from aura_eval.tagging import render_steps
 
@@ -177,8 +177,6 @@ def _sketch_text(pair: dict) -> tuple[str, str]:
 
 
 def pair_review_requests(pairs, pool: dict, prompt, reviewers):
-    from aura_eval.llm import Request
-
     requests = []
     for pair in pairs:
         source = pool[pair["source_item_id"]]
@@ -187,9 +185,7 @@ def pair_review_requests(pairs, pool: dict, prompt, reviewers):
                                    target_label=pair["pair_label"], original=render_steps(source["steps"]),
                                    rewrite=render_steps(pair["steps"]), full_rewrite=render_steps(pair["full_steps"]),
                                    rationale=pair["reference_rationale"], sketch_heading=heading, sketches=sketches)
-        requests += [Request(item_id=pair["item_id"], endpoint=ep, prompt_id=prompt.id,
-                             prompt_version=prompt.version, role="pair_reviewer", schema=prompt.schema,
-                             messages=messages) for ep in reviewers]
+        requests += panel_requests(pair["item_id"], prompt, messages, reviewers, "pair_reviewer")
     return requests
 
 
@@ -203,11 +199,7 @@ def run_pair_reviews(pairs_path, pool_path, reviews_path, calls_path, config, pr
     results = run_stage(config, "review_pairs",
                         pair_review_requests(pairs, pool, load_prompt("p9_pair_review"), reviewers), calls_path,
                         progress)
-    rows, n = [], len(reviewers)
-    for k, pair in enumerate(pairs):
-        votes = review_votes(results[k * n:(k + 1) * n], PAIR_CRITERIA)
-        rows.append({"item_id": pair["item_id"], "source_item_id": pair["source_item_id"],
-                     **panel_decision([v["keep"] for v in votes]), "votes": votes})
+    rows = panel_rows(pairs, results, len(reviewers), PAIR_CRITERIA, ("item_id", "source_item_id"))
     write_jsonl(reviews_path, rows, key="item_id")
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
             "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}

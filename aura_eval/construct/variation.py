@@ -8,8 +8,8 @@ Ids: a candidate and its variation are `<prefix id>.<dimension>` (e.g.
 
 from __future__ import annotations
 
-from aura_eval.construct.common import (DIMENSIONS, assemble, editable_indices, gate, narrowed, panel_decision,
-                                        review_votes, run_stage)
+from aura_eval.construct.common import (DIMENSIONS, assemble, editable_indices, gate, narrowed, panel_requests,
+                                        panel_rows, run_stage)
 from aura_eval.dataset import hash_rank
 from aura_eval.prompts import load_prompt, load_taxonomy
 from aura_eval.tagging import render_steps
@@ -158,17 +158,13 @@ def review_prompt_id(dimension: str) -> str:
 
 
 def review_requests(variations, prefixes: dict, prompts: dict, taxonomy, reviewers):
-    from aura_eval.llm import Request
-
     requests = []
     for v in variations:
         prefix, prompt = prefixes[v["prefix_id"]], prompts[review_prompt_id(v["dimension"])]
         messages = prompt.messages(**_dimension_values(v["dimension"], taxonomy), profile=prefix["profile"],
                                    original=render_steps(prefix["steps"]), variation=render_steps(v["steps"]),
                                    change=v["change"] or "(not stated)")
-        requests += [Request(item_id=v["variation_id"], endpoint=ep, prompt_id=prompt.id,
-                             prompt_version=prompt.version, role="reviewer", schema=prompt.schema,
-                             messages=messages) for ep in reviewers]
+        requests += panel_requests(v["variation_id"], prompt, messages, reviewers, "reviewer")
     return requests
 
 
@@ -183,11 +179,8 @@ def run_reviews(variations_path, prefixes_path, reviews_path, calls_path, config
     results = run_stage(config, "review_variations",
                         review_requests(variations, prefixes, prompts, load_taxonomy(), reviewers), calls_path,
                         progress)
-    rows, n = [], len(reviewers)
-    for k, v in enumerate(variations):
-        votes = review_votes(results[k * n:(k + 1) * n], REVIEW_CRITERIA)
-        rows.append({"variation_id": v["variation_id"], "prefix_id": v["prefix_id"], "seed_id": v["seed_id"],
-                     "dimension": v["dimension"], **panel_decision([x["keep"] for x in votes]), "votes": votes})
+    rows = panel_rows(variations, results, len(reviewers), REVIEW_CRITERIA,
+                      ("variation_id", "prefix_id", "seed_id", "dimension"))
     write_jsonl(reviews_path, rows, key="variation_id")
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
             "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
