@@ -140,8 +140,9 @@ def funnel(prefixes, relevance, candidates, variations, reviews, pool, pairs, pa
     selected = [c for c in candidates if c["selected"]]
     return {
         "prefixes": len(prefixes),
-        "relevance": {"unparseable_or_failed": sum(r["status"] != "ok" for r in relevance),
-                      "relevant_pairs": len(candidates), "over_cap": len(candidates) - len(selected)},
+        "relevance losses": {"unparseable or failed": sum(r["status"] != "ok" for r in relevance),
+                             "over the per-prefix cap": len(candidates) - len(selected)},
+        "relevant (prefix, dimension) pairs": len(candidates),
         "variation candidates": len(selected),
         "parseable variations": sum(v["status"] == "ok" for v in variations),
         "passed gate": sum(v["passed_gate"] for v in variations),
@@ -166,8 +167,8 @@ def funnel(prefixes, relevance, candidates, variations, reviews, pool, pairs, pa
 
 
 def _reason_kind(reason: str) -> str:
-    """A reason with its step numbers and counts generalised, for counting."""
-    return re.sub(r"\[[^\]]*\]|\d+", "N", reason)
+    """A reason with its step numbers and character positions generalised, for counting."""
+    return re.sub(r"\[[^\]]*\]|\d+\.\.\d+|(?<=step )\d+|(?<=char )\d+|\d+(?= steps)", "N", reason)
 
 
 def by_dimension(candidates, variations, reviews, rows) -> list[dict]:
@@ -205,8 +206,10 @@ def dataset_card(rows: list[dict], counts: dict, dims: list[dict], roles: dict) 
               "## Construction funnel", "", "| stage | this run | paper |", "|---|---:|---:|"]
     lines += [f"| {stage} | {counts[stage]} | {PAPER_FUNNEL.get(stage, '')} |" for stage in counts
               if isinstance(counts[stage], int)]
-    lines += ["", "Losses: " + json.dumps({k: v for k, v in counts.items() if isinstance(v, dict)}, sort_keys=True),
-              "", "## Per dimension", "", "| dimension | candidates | parseable | passed gate | kept | released |",
+    lines += ["", "Losses between stages, by reason:", ""]
+    lines += [f"- {where}: {reason}: {n}" for where, reasons in counts.items() if isinstance(reasons, dict)
+              for reason, n in sorted(reasons.items())]
+    lines += ["", "## Per dimension", "", "| dimension | candidates | parseable | passed gate | kept | released |",
               "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {d['dimension']} | {d['candidates']} | {d['parseable']} | {d['passed_gate']} | {d['kept']} | "
               f"{d['released_rows']} |" for d in dims]
