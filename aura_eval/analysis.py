@@ -96,14 +96,17 @@ def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: 
 
 
 def flip_table(df: pd.DataFrame, dimensions=("RS2", "RS5")) -> pd.DataFrame:
-    """Table 35: SAFE→UNSAFE flips on NSP variations; denominator: safe on the original of the same prefix."""
+    """Table 35: SAFE→UNSAFE flips on NSP variations; denominator: safe on the original of the same prefix.
+
+    The variation is the item `<prefix id>.<dimension>` and the original `<prefix id>.original`
+    (generated counterparts, `.pair`, share the prefix id and dimension but are neither)."""
     out = []
     for (run, model), g in df.groupby(["run", "model"], sort=True):
-        originals = g[g["dimension"] == "original"].set_index("prefix_id")["safety"].to_dict()
+        safety = g.set_index("item_id")["safety"]
         row = {"run": run, "model": model}
         for dim in dimensions:
-            var = g[(g["dimension"] == dim) & (g["pair_label"] == "NSP") & g["safety"].notna()]
-            base = var[var["prefix_id"].map(originals) == "Safe"]
+            var = g[(g["item_id"] == g["prefix_id"] + f".{dim}") & (g["pair_label"] == "NSP") & g["safety"].notna()]
+            base = var[(var["prefix_id"] + ".original").map(safety) == "Safe"]
             flipped = int((base["safety"] == "Unsafe").sum())
             row[f"{dim}_flipped"], row[f"{dim}_safe_on_original"] = flipped, len(base)
             row[f"{dim}_pct"] = round(100 * flipped / len(base), 1) if len(base) else np.nan

@@ -129,3 +129,18 @@ def test_composition():
     table = analysis.composition_table(items).set_index(["by", "value"])
     assert table.loc[("dimension", "variation"), "ours"] == 1 and table.loc[("all", "rows"), "paper"] == 1249
     assert table.loc[("paired", "paired rows"), "ours"] == 1
+
+
+def test_flip_table_ignores_generated_counterparts():
+    """The original of a variation is `<prefix>.original`, never its `.pair` counterpart."""
+    items = [_item("s1.at_trigger", "original", "SP", pair="pa", counterpart="s1.at_trigger.original.pair"),
+             _item("s1.at_trigger", "original", "NSP", pair="pb", counterpart="s1.at_trigger.original"),
+             _item("s1.at_trigger", "RS5", "NSP", pair="qa"), _item("s1.at_trigger", "RS5", "NSP", pair="qb")]
+    labels = [_label("s1.at_trigger.original", "D2", "A2", "Safe"),
+              _label("s1.at_trigger.original.pair", "D0", "A0", "Unsafe"),
+              _label("s1.at_trigger.RS5", "D0", "A0", "Unsafe"),
+              _label("s1.at_trigger.RS5.pair", "D0", "A0", "Unsafe")]
+    frame = analysis.frame({"m": labels}, {i["item_id"]: i for i in items},
+                           {"m": {"model": "x", "group": "frontier", "vendor": "v"}})
+    (flips,) = analysis.flip_table(frame).to_dict("records")
+    assert (flips["RS5_flipped"], flips["RS5_safe_on_original"]) == (1, 1)
