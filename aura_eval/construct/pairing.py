@@ -49,7 +49,8 @@ def pool_items(prefixes: list[dict], variations: list[dict], reviews: list[dict]
                      "domain": p["domain"], "decision_point": p["decision_point"], "dimension": v["dimension"],
                      "profile": p["profile"], "steps": v["steps"],
                      "origin": {"kind": "variation", "prompt": v["prompt"], "prompt_version": v["prompt_version"],
-                                "model": v["model"], "endpoint": v["endpoint"], "change": v["change"],
+                                "model": v["model"], "endpoint": v["endpoint"], "grounding": v["grounding"],
+                                "change": v["change"],
                                 "taxonomy_version": v["taxonomy_version"],
                                 "review": _votes_summary(kept[v["variation_id"]])}})
     return sorted(pool, key=lambda item: item["item_id"])

@@ -128,7 +128,7 @@ def variation_row(candidate: dict, prefix: dict, result, taxonomy: dict) -> dict
             rejection = gate(prefix["steps"], steps)
     return {"variation_id": candidate["candidate_id"], "prefix_id": candidate["prefix_id"],
             "seed_id": candidate["seed_id"], "dimension": candidate["dimension"],
-            "passed_gate": rejection is None, "rejection": rejection,
+            "grounding": candidate["grounding"], "passed_gate": rejection is None, "rejection": rejection,
             "steps": steps if rejection is None else None,
             "change": (result.parsed or {}).get("change"), "taxonomy_version": taxonomy["version"],
             **result.provenance()}
