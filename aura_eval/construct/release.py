@@ -145,25 +145,31 @@ def funnel(prefixes, relevance, candidates, variations, reviews, pool, pairs, pa
         "relevant (prefix, dimension) pairs": len(candidates),
         "variation candidates": len(selected),
         "parseable variations": sum(v["status"] == "ok" for v in variations),
+        "generation losses": _reasons(v["rejection"] for v in variations if v["status"] != "ok"),
         "passed gate": sum(v["passed_gate"] for v in variations),
-        "gate rejections": dict(Counter(_reason_kind(v["rejection"]) for v in variations
-                                        if v["status"] == "ok" and not v["passed_gate"])),
+        "gate rejections": _reasons(v["rejection"] for v in variations if v["status"] == "ok" and not v["passed_gate"]),
         "reviewed variations": len(reviews),
         "unparseable review votes": sum(r["unparseable_votes"] for r in reviews),
+        "review losses": {"no majority to keep": sum(not r["kept"] for r in reviews)},
         "kept variations": sum(r["kept"] for r in reviews),
         "classified pool": len(pool),
         "complete labels": sum(i["classification"]["complete"] for i in pool),
         "pair candidates": len(pairs),
         "parseable pairs": sum(p["status"] == "ok" for p in pairs),
+        "pair generation losses": _reasons(p["rejection"] for p in pairs if p["status"] != "ok"),
         "passed pair checks": sum(p["passed_checks"] for p in pairs),
-        "pair rejections": dict(Counter(_reason_kind(p["rejection"]) for p in pairs
-                                        if p["status"] == "ok" and not p["passed_checks"])),
+        "pair rejections": _reasons(p["rejection"] for p in pairs if p["status"] == "ok" and not p["passed_checks"]),
         "unparseable pair-review votes": sum(r["unparseable_votes"] for r in pair_reviews),
+        "pair review losses": {"no majority to keep": sum(not r["kept"] for r in pair_reviews)},
         "kept pairs": sum(r["kept"] for r in pair_reviews),
         "released rows": len(rows),
-        "excluded rows": dict(Counter(_reason_kind(e["reason"]) for e in excluded)),
+        "excluded rows": _reasons(e["reason"] for e in excluded),
         "paired rows": sum(r["pair_id"] is not None for r in rows),
     }
+
+
+def _reasons(reasons) -> dict:
+    return dict(sorted(Counter(_reason_kind(r) for r in reasons).items()))
 
 
 def _reason_kind(reason: str) -> str:
