@@ -161,6 +161,11 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
         driver.find_element(By.ID, "s3-Safe").click()
         driver.find_element(By.ID, "note-3").send_keys('says "fine", really')
         driver.refresh()  # progress survives a reload (localStorage)
+        # The page restores its state after load: poll instead of reading once (CI saw a race here).
+        for _ in range(50):
+            if "2 of 5 labelled" in driver.find_element(By.ID, "progress").text:
+                break
+            time.sleep(0.1)
         assert "2 of 5 labelled" in driver.find_element(By.ID, "progress").text
         assert driver.find_element(By.ID, "s1-Unsafe").is_selected()
         driver.find_element(By.ID, "export").click()
