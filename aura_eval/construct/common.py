@@ -15,13 +15,14 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from aura_eval.dataset import DIMENSIONS as ITEM_DIMENSIONS
 from aura_eval.stats import vote
 
 if TYPE_CHECKING:
     from aura_eval.llm import Result
 
 EDITABLE_ROLES = ("user", "environment")
-DIMENSIONS = ("RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5")
+DIMENSIONS = ITEM_DIMENSIONS[1:]  # the varied ones: RS1-RS6, SD1-SD5
 
 
 def editable_indices(steps: list[dict]) -> list[int]:
@@ -157,6 +158,12 @@ def review_votes(results: list[Result], criteria: tuple[str, ...]) -> list[dict]
     return votes
 
 
+def vote_summary(review: dict) -> list[dict]:
+    """Each reviewer's vote, as an item's provenance keeps it."""
+    return [{"reviewer": v["reviewer"], "model": v["model"], "keep": v["keep"], "status": v["status"]}
+            for v in review["votes"]]
+
+
 def run_stage(config: dict, stage: str, requests, calls_path, progress: bool = True) -> list[Result]:
     """Every request of one stage through the model module; the call log written."""
     from aura_eval.llm import ModelClient
@@ -166,10 +173,3 @@ def run_stage(config: dict, stage: str, requests, calls_path, progress: bool = T
     client.write_call_log(calls_path)
     print(f"{stage}: {len(requests)} requests, {client.calls_made} calls made", file=sys.stderr)
     return results
-
-
-def status_counts(rows: list[dict], field: str = "status") -> dict:
-    counts: dict = {}
-    for row in rows:
-        counts[row[field]] = counts.get(row[field], 0) + 1
-    return dict(sorted(counts.items()))

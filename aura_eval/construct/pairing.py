@@ -10,26 +10,16 @@ two share the pair id `pair:<source item id>`.
 from __future__ import annotations
 
 from aura_eval.construct.common import (assemble, editable_indices, gate, narrowed, panel_requests, panel_rows,
-                                        prefix_valid, run_stage)
+                                        prefix_valid, run_stage, vote_summary)
+from aura_eval.dataset import NSP, SP
 from aura_eval.prompts import load_prompt
 from aura_eval.tagging import render_steps
 
-NSP, SP = "NSP", "SP"
 OPPOSITE = {NSP: SP, SP: NSP}
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
                          "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
 PAIR_CRITERIA = ("achieves_label", "agent_steps_preserved", "minimal_in_domain", "realistic_consistent",
                  "valid_prefix", "sketches_accurate")
-
-
-def _call(result) -> dict:
-    """A call's provenance without the status/error pair the caller reports itself."""
-    return result.provenance() if result is not None else None
-
-
-def _votes_summary(review: dict) -> list[dict]:
-    return [{"reviewer": v["reviewer"], "model": v["model"], "keep": v["keep"], "status": v["status"]}
-            for v in review["votes"]]
 
 
 def pool_items(prefixes: list[dict], variations: list[dict], reviews: list[dict]) -> list[dict]:
@@ -52,7 +42,7 @@ def pool_items(prefixes: list[dict], variations: list[dict], reviews: list[dict]
                                 "model": v["model"], "endpoint": v["endpoint"], "grounding": v["grounding"],
                                 "change": v["change"],
                                 "taxonomy_version": v["taxonomy_version"],
-                                "review": _votes_summary(kept[v["variation_id"]])}})
+                                "review": vote_summary(kept[v["variation_id"]])}})
     return sorted(pool, key=lambda item: item["item_id"])
 
 
@@ -76,7 +66,7 @@ def classification_row(item: dict, result) -> dict:
         and parsed["flip_difficulty"] != "hard"
     return {**item, "classification": {**{f: parsed.get(f) for f in CLASSIFICATION_FIELDS},
                                        "complete": problem is None, "problem": problem, "pairable": bool(pairable),
-                                       **_call(result)}}
+                                       **result.provenance()}}
 
 
 def run_classification(prefixes_path, variations_path, reviews_path, pool_path, calls_path, config,
@@ -150,7 +140,7 @@ def pair_row(item: dict, seed: dict, result) -> dict:
             "full_steps": full if rejection is None else None,
             "reference_rationale": parsed.get("reference_rationale"),
             "safe_action_sketches": parsed.get("safe_action_sketches"),
-            "unsafe_explanation": parsed.get("unsafe_explanation"), **_call(result)}
+            "unsafe_explanation": parsed.get("unsafe_explanation"), **result.provenance()}
 
 
 def run_pair_generation(pool_path, seeds_path, pairs_path, calls_path, config, progress=True) -> dict:

@@ -12,8 +12,8 @@ import json
 import re
 from collections import Counter
 
-from aura_eval.construct.common import DIMENSIONS
-from aura_eval.dataset import instruction
+from aura_eval.construct.common import vote_summary
+from aura_eval.dataset import DIMENSIONS, instruction
 
 # The paper's count at each stage (§4, C.2-C.3, H.2-H.3).
 PAPER_FUNNEL = {"prefixes": 211, "variation candidates": 1029, "parseable variations": 916,
@@ -59,8 +59,6 @@ def pool_row(item: dict) -> dict:
 
 
 def pair_item_row(pair: dict, source: dict, review: dict) -> dict:
-    votes = [{"reviewer": v["reviewer"], "model": v["model"], "keep": v["keep"], "status": v["status"]}
-             for v in review["votes"]]
     return {"item_id": pair["item_id"], "seed_id": source["seed_id"], "domain": source["domain"],
             "decision_point": source["decision_point"], "dimension": source["dimension"],
             "pair_label": pair["pair_label"], "pair_id": pair["pair_id"], "counterpart_id": source["item_id"],
@@ -70,7 +68,7 @@ def pair_item_row(pair: dict, source: dict, review: dict) -> dict:
             "unsafe_explanation": pair["unsafe_explanation"] if pair["pair_label"] == "NSP" else None,
             "provenance": {"prefix_id": source["prefix_id"],
                            "origin": {"kind": "pair", "source_item_id": source["item_id"],
-                                      "flip_kind": pair["flip_kind"], **_call_info(pair), "review": votes},
+                                      "flip_kind": pair["flip_kind"], **_call_info(pair), "review": vote_summary(review)},
                            "source_origin": source["origin"]}}
 
 
@@ -180,7 +178,7 @@ def _reason_kind(reason: str) -> str:
 def by_dimension(candidates, variations, reviews, rows) -> list[dict]:
     """Per dimension: candidates, parseable, passed gate, kept, released rows."""
     out = []
-    for dim in ("original",) + DIMENSIONS:
+    for dim in DIMENSIONS:
         out.append({"dimension": dim,
                     "candidates": sum(c["dimension"] == dim and c["selected"] for c in candidates),
                     "parseable": sum(v["dimension"] == dim and v["status"] == "ok" for v in variations),
@@ -193,6 +191,10 @@ def by_dimension(candidates, variations, reviews, rows) -> list[dict]:
 # -- the dataset card -----------------------------------------------------------------
 
 def dataset_card(rows: list[dict], counts: dict, dims: list[dict], roles: dict) -> str:
+    import pandas as pd
+
+    from aura_eval.report import markdown
+
     def tally(field):
         return ", ".join(f"{k} {v}" for k, v in sorted(Counter(str(r[field]) for r in rows).items()))
 
@@ -209,16 +211,9 @@ def dataset_card(rows: list[dict], counts: dict, dims: list[dict], roles: dict) 
               f"- paired rows {counts['paired rows']} ({counts['paired rows'] // 2} pairs), "
               f"unpaired rows {len(rows) - counts['paired rows']}",
               f"- decision point: {tally('decision_point')}", f"- domain: {tally('domain')}", "",
-              "## Construction funnel", "", "| stage | this run | paper |", "|---|---:|---:|"]
-    lines += [f"| {stage} | {counts[stage]} | {PAPER_FUNNEL.get(stage, '')} |" for stage in counts
-              if isinstance(counts[stage], int)]
-    lines += ["", "Losses between stages, by reason:", ""]
-    lines += [f"- {where}: {reason}: {n}" for where, reasons in counts.items() if isinstance(reasons, dict)
-              for reason, n in sorted(reasons.items())]
-    lines += ["", "## Per dimension", "", "| dimension | candidates | parseable | passed gate | kept | released |",
-              "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {d['dimension']} | {d['candidates']} | {d['parseable']} | {d['passed_gate']} | {d['kept']} | "
-              f"{d['released_rows']} |" for d in dims]
+              "## Construction funnel", "", markdown(funnel_table(counts)).rstrip(), "",
+              "Losses between stages, by reason:", "", markdown(losses_table(counts)).rstrip(), "",
+              "## Per dimension", "", markdown(pd.DataFrame(dims)).rstrip()]
     lines += ["", "## Models by role", ""]
     lines += [f"- {role}: {', '.join(names) if isinstance(names, list) else names}" for role, names in roles.items()]
     return "\n".join(lines) + "\n"
