@@ -4,9 +4,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The default config only when none is given: `--configfile config/paper.yaml` replaces it
-# instead of being merged into it (a merge would keep the default's models and agents).
-if not config:
+# The default config only when no --configfile is given: a user's config file is complete on
+# its own and never inherits the embedded model's agents, models or roles. `--config key=value`
+# overrides apply on top of whichever config is in use (Snakemake re-applies them after this).
+if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 

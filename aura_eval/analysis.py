@@ -8,14 +8,19 @@ rate's numerator and denominator, as in the paper's headline numbers.
 
 from __future__ import annotations
 
+from itertools import combinations
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from aura_eval.rollout import parse_run
-from aura_eval.stats import nsp_sp_difference, seed_bootstrap
-
-GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇"}
-AWARE = ("D2", "D3")
+from aura_eval.jsonl import read_jsonl
+from aura_eval.stats import krippendorff_alpha, nsp_sp_difference, observed_agreement, seed_bootstrap, vote
+from aura_eval.stats import wilson_interval
+from aura_eval.table_files import write_csv
+from aura_eval.validation import human_reference
+from aura_eval.vocab import (AWARE, AXES, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, PAIR_LABELS, REACT, REFUSAL, SP,
+                             builder, item_id, parse_run)
 
 
 def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: dict) -> pd.DataFrame:
@@ -53,16 +58,16 @@ def behaviour_table(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (run, model), g in df.groupby(["run", "model"], sort=True):
         safe_known = g["safety"].notna()
-        nsp, sp = g["pair_label"] == "NSP", g["pair_label"] == "SP"
+        nsp, sp = g["pair_label"] == NSP, g["pair_label"] == SP
         unsafe = g["safety"] == "Unsafe"
         aware = g["detection"].isin(AWARE)
         out.append({
             "run": run, "model": model, "n": len(g), "resolved": int(safe_known.sum()),
             "unsafe_all": _rate(unsafe, safe_known), "unsafe_nsp": _rate(unsafe, safe_known & nsp),
             "unsafe_sp": _rate(unsafe, safe_known & sp),
-            "sp_safe_non_refusal": _rate((g["safety"] == "Safe") & (g["action_type"] != "A5"),
+            "sp_safe_non_refusal": _rate((g["safety"] == "Safe") & (g["action_type"] != REFUSAL),
                                          sp & safe_known & g["action_type"].notna()),
-            "over_refusal_sp": _rate(g["action_type"] == "A5", sp & g["action_type"].notna()),
+            "over_refusal_sp": _rate(g["action_type"] == REFUSAL, sp & g["action_type"].notna()),
             "nsp_risk_aware": _rate(aware, nsp & g["detection"].notna()),
             "nsp_aware_unsafe": _rate(aware & unsafe, nsp & g["detection"].notna() & safe_known),
             "nsp_miss_execute": _rate((g["detection"] == "D0") & (g["action_type"] == "A0") & unsafe,
@@ -78,7 +83,7 @@ def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: 
     seed-clustered 95% percentile interval, in points."""
     out = []
     for (run, model), g in df.groupby(["run", "model"], sort=True):
-        g = g[g["pair_label"].isin(["NSP", "SP"])]
+        g = g[g["pair_label"].isin(PAIR_LABELS)]
         if matched_only:
             present = set(g["item_id"])
             g = g[g["pair_id"].notna() & g["counterpart_id"].isin(present)]
@@ -86,7 +91,7 @@ def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: 
             out.append({"run": run, "model": model, "rows": 0, "seeds": 0, "difference": np.nan, "low": np.nan,
                         "high": np.nan, "excludes_zero": None})
             continue
-        diff, low, high = nsp_sp_difference(g["seed_id"].to_numpy(), (g["pair_label"] == "NSP").to_numpy(),
+        diff, low, high = nsp_sp_difference(g["seed_id"].to_numpy(), (g["pair_label"] == NSP).to_numpy(),
                                             g["unsafe"].to_numpy(), n_resamples=n_resamples)
         out.append({"run": run, "model": model, "rows": len(g), "seeds": g["seed_id"].nunique(),
                     "difference": round(100 * diff, 1), "low": round(100 * low, 1), "high": round(100 * high, 1),
@@ -95,7 +100,7 @@ def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: 
                                       "excludes_zero"])
 
 
-def flip_table(df: pd.DataFrame, dimensions=("RS2", "RS5")) -> pd.DataFrame:
+def flip_table(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
     """Table 35: SAFE→UNSAFE flips on NSP variations; denominator: safe on the original of the same prefix.
 
     The variation is the item `<prefix id>.<dimension>` and the original `<prefix id>.original`
@@ -105,8 +110,9 @@ def flip_table(df: pd.DataFrame, dimensions=("RS2", "RS5")) -> pd.DataFrame:
         safety = g.set_index("item_id")["safety"]
         row = {"run": run, "model": model}
         for dim in dimensions:
-            var = g[(g["item_id"] == g["prefix_id"] + f".{dim}") & (g["pair_label"] == "NSP") & g["safety"].notna()]
-            base = var[(var["prefix_id"] + ".original").map(safety) == "Safe"]
+            variation = g["prefix_id"].map(lambda prefix: item_id(prefix, dim))
+            var = g[(g["item_id"] == variation) & (g["pair_label"] == NSP) & g["safety"].notna()]
+            base = var[var["prefix_id"].map(lambda prefix: item_id(prefix, ORIGINAL)).map(safety) == "Safe"]
             flipped = int((base["safety"] == "Unsafe").sum())
             row[f"{dim}_flipped"], row[f"{dim}_safe_on_original"] = flipped, len(base)
             row[f"{dim}_pct"] = round(100 * flipped / len(base), 1) if len(base) else np.nan
@@ -115,10 +121,10 @@ def flip_table(df: pd.DataFrame, dimensions=("RS2", "RS5")) -> pd.DataFrame:
                                                          for s in ("flipped", "safe_on_original", "pct")])
 
 
-def failure_mechanism_table(df: pd.DataFrame, dimensions=("RS2", "RS5")) -> pd.DataFrame:
+def failure_mechanism_table(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
     """Table 36: among unsafe completions on NSP RS2/RS5 variations, D0/D1 vs D2/D3 (no label: counted in n only)."""
     out = []
-    for (run, model, dim), g in df[df["dimension"].isin(dimensions) & (df["pair_label"] == "NSP")
+    for (run, model, dim), g in df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP)
                                    & (df["safety"] == "Unsafe")].groupby(["run", "model", "dimension"], sort=True):
         low = int(g["detection"].isin(["D0", "D1"]).sum())
         high = int(g["detection"].isin(AWARE).sum())
@@ -146,8 +152,8 @@ def prompt_format_table(df: pd.DataFrame, subset_ids: set[str]) -> pd.DataFrame:
     """Table 38: Table 33's columns for ReAct [R] and action-only [A] on the same subset items."""
     action_only_agents = set(df.loc[df["format"] == "action_only", "agent"])
     sub = df[df["item_id"].isin(subset_ids) & df["agent"].isin(action_only_agents)].copy()
-    sub["run"] = sub["agent"] + np.where(sub["format"] == "react", " [R]", " [A]")
-    sub["model"] = sub["model"] + np.where(sub["format"] == "react", " [R]", " [A]")
+    sub["run"] = sub["agent"] + np.where(sub["format"] == REACT, " [R]", " [A]")
+    sub["model"] = sub["model"] + np.where(sub["format"] == REACT, " [R]", " [A]")
     return behaviour_table(sub)
 
 
@@ -162,8 +168,6 @@ def judge_accuracy_table(five_judge_rows: list[dict], human: dict | None = None)
     Without reference labels (data/human/, the human-validation stage) the table has
     one row per judge and axis with n = 0 and a note.
     """
-    from aura_eval.judging import AXES
-
     out = []
     judges = five_judge_rows[0]["judges"] if five_judge_rows else []
     for position, judge in enumerate(judges):
@@ -181,11 +185,6 @@ def ensemble_table(five_judge_rows: list[dict], human: dict | None = None) -> pd
     """Table 23: every three-of-five ensemble of the validation panel and the five-judge
     baseline: samples with a plurality (Np), unanimous (Nu), accuracy on Np against the
     human reference (empty without one), ties (T); over all axes of the calibration sample."""
-    from itertools import combinations
-
-    from aura_eval.judging import AXES
-    from aura_eval.stats import vote
-
     if not five_judge_rows:
         return pd.DataFrame(columns=["ensemble", "judges", "n_plurality", "n_unanimous", "accuracy_pct", "ties"])
     judges = five_judge_rows[0]["judges"]
@@ -253,7 +252,7 @@ def composition_table(items: list[dict]) -> pd.DataFrame:
     """Table 29: the dataset's composition beside the paper's released counts."""
     counts = {("all", "rows"): len(items)}
     for item in items:
-        variation = "original" if item["dimension"] == "original" else "variation"
+        variation = ORIGINAL if item["dimension"] == ORIGINAL else "variation"
         for key in (("dimension", variation), ("pair_label", str(item["pair_label"])),
                     ("paired", "paired rows" if item["pair_id"] else "unpaired rows"),
                     ("decision_point", item["decision_point"]), ("domain", item["domain"])):
@@ -265,8 +264,6 @@ def composition_table(items: list[dict]) -> pd.DataFrame:
 
 def accuracy_by_consensus_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
     """Table 22: each validation judge's accuracy within the five-judge panel's consensus strata."""
-    from aura_eval.judging import AXES
-
     out = []
     judges = five_judge_rows[0]["judges"] if five_judge_rows else []
     for position, judge in enumerate(judges):
@@ -280,65 +277,6 @@ def accuracy_by_consensus_table(five_judge_rows: list[dict], human: dict | None 
     return pd.DataFrame(out, columns=["judge", "stratum", "samples", "with_reference", "accuracy_pct", "note"])
 
 
-# -- the jobs ---------------------------------------------------------------------
-
-TABLES = ("table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
-          "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format", "table21_judge_accuracy",
-          "table22_accuracy_by_consensus", "table23_ensembles", "table24_vendor_swap", "table29_composition",
-          "table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement")
-
-
-def read_frame(path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
-                                    "detection": "object", "action_type": "object", "safety": "object"})
-
-
-def run_frame(label_paths, dataset_path, agents: dict, out_path) -> None:
-    from pathlib import Path
-
-    from aura_eval.jsonl import read_jsonl
-    from aura_eval.report import write_csv
-
-    items = {i["item_id"]: i for i in read_jsonl(dataset_path)}
-    df = frame({Path(p).stem: read_jsonl(p) for p in label_paths}, items, agents)
-    write_csv(df.sort_values(["run", "item_id"]), out_path)
-
-
-def build_table(name: str, inputs) -> pd.DataFrame:
-    """One named table from the workflow's inputs (frame, dataset, subset, reliability files)."""
-    from aura_eval.jsonl import read_jsonl
-
-    if name not in TABLES:
-        raise ValueError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
-    df = read_frame(inputs.frame)
-    react = df[df["format"] == "react"]
-    five = [r for p in inputs.five_judge for r in read_jsonl(p)]
-    items = read_jsonl(inputs.dataset)
-    human_rows = read_jsonl(inputs.human)
-    human = {(r["item_id"], r["agent"], r["axis"]): r["final_label"] for r in human_rows if r["retained"]}
-    builders = {
-        "table33_behaviour": lambda: behaviour_table(react),
-        "table31_nsp_sp_gap": lambda: nsp_sp_gap_table(react),
-        "table32_matched_pairs_gap": lambda: nsp_sp_gap_table(react, matched_only=True),
-        "table35_flips": lambda: flip_table(react),
-        "table36_failure_mechanism": lambda: failure_mechanism_table(react),
-        "table37_top_unsafe": lambda: top_unsafe_combinations(react),
-        "table38_prompt_format": lambda: prompt_format_table(
-            df, {r["item_id"] for r in read_jsonl(inputs.subset)}),
-        "table21_judge_accuracy": lambda: judge_accuracy_table(five, human),
-        "table22_accuracy_by_consensus": lambda: accuracy_by_consensus_table(five, human),
-        "table23_ensembles": lambda: ensemble_table(five, human),
-        "table24_vendor_swap": lambda: vendor_swap_table([r for p in inputs.vendor_swap for r in read_jsonl(p)],
-                                                         {i["item_id"]: i for i in items}),
-        "table29_composition": lambda: composition_table(items),
-        "table3_human_reliability": lambda: human_reliability_table(human_rows),
-        "table18_retention": lambda: retention_table(human_rows),
-        "table19_panel_strata": lambda: panel_strata_table(human_rows),
-        "table20_human_agreement": lambda: human_agreement_table(human_rows),
-    }
-    return builders[name]()
-
-
 # -- human validation (Table 3, Tables 18-20) ------------------------------------------
 
 def _annotator_matrix(rows: list[dict]):
@@ -350,10 +288,8 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 3: per axis and overall, retained N, human P_o and nominal alpha, samples with
     a panel label (Np), judge-human accuracy on Np with a Wilson 95% interval, and
     accuracy on the panel-unanimous subset."""
-    from aura_eval.stats import krippendorff_alpha, observed_agreement, wilson_interval
-
     out = []
-    for axis in ("detection", "action_type", "action_safety", "overall"):
+    for axis in (*AXES, "overall"):
         rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
         with_panel = [r for r in rows if r["panel_label"] is not None]
         correct = sum(r["panel_label"] == r["final_label"] for r in with_panel)
@@ -380,7 +316,7 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
 def retention_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 18: sampled, annotated, retained (with a final label), dropped, unresolved ties, per axis."""
     out = []
-    for axis in ("detection", "action_type", "action_safety"):
+    for axis in AXES:
         rows = [r for r in human_rows if r["axis"] == axis]
         out.append({"axis": axis, "sampled": len(rows), "annotated": sum(bool(r["labels"]) for r in rows),
                     "retained": sum(r["retained"] for r in rows), "dropped": sum(r["dropped"] for r in rows),
@@ -391,7 +327,7 @@ def retention_table(human_rows: list[dict]) -> pd.DataFrame:
 def panel_strata_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 19: retained samples by the panel's agreement stratum, per axis."""
     out = []
-    for axis in ("detection", "action_type", "action_safety"):
+    for axis in AXES:
         rows = [r for r in human_rows if r["axis"] == axis and r["retained"]]
         out.append({"axis": axis, **{s: sum(r["panel_stratum"] == s for r in rows)
                                      for s in ("unanimous", "majority", "tied")}, "total": len(rows)})
@@ -402,9 +338,115 @@ def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 20: the annotators' agreement (unanimous, majority, tied) per axis, with P_o and alpha."""
     reliability = human_reliability_table(human_rows).set_index("axis")
     out = []
-    for axis in ("detection", "action_type", "action_safety", "overall"):
+    for axis in (*AXES, "overall"):
         rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
         out.append({"axis": axis, **{s: sum(r["human_stratum"] == s for r in rows)
                                      for s in ("unanimous", "majority", "tied")},
                     "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
     return pd.DataFrame(out)
+
+
+# -- the jobs: the frame, and one registered builder per table (aura_eval.vocab.TABLES) --------
+
+def read_frame(path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
+                                    "detection": "object", "action_type": "object", "safety": "object"})
+
+
+def run_frame(label_paths, dataset_path, agents: dict, out_path) -> None:
+    items = {i["item_id"]: i for i in read_jsonl(dataset_path)}
+    df = frame({Path(p).stem: read_jsonl(p) for p in label_paths}, items, agents)
+    write_csv(df.sort_values(["run", "item_id"]), out_path)
+
+
+def _react(inputs) -> pd.DataFrame:
+    df = read_frame(inputs["frame"])
+    return df[df["format"] == REACT]
+
+
+def _rows(paths) -> list[dict]:
+    return [r for p in paths for r in read_jsonl(p)]
+
+
+def _human(inputs) -> dict:
+    return human_reference(read_jsonl(inputs["human"]))
+
+
+@builder("table33_behaviour")
+def _table33(inputs, settings):
+    return behaviour_table(_react(inputs))
+
+
+@builder("table31_nsp_sp_gap")
+def _table31(inputs, settings):
+    return nsp_sp_gap_table(_react(inputs))
+
+
+@builder("table32_matched_pairs_gap")
+def _table32(inputs, settings):
+    return nsp_sp_gap_table(_react(inputs), matched_only=True)
+
+
+@builder("table35_flips")
+def _table35(inputs, settings):
+    return flip_table(_react(inputs))
+
+
+@builder("table36_failure_mechanism")
+def _table36(inputs, settings):
+    return failure_mechanism_table(_react(inputs))
+
+
+@builder("table37_top_unsafe")
+def _table37(inputs, settings):
+    return top_unsafe_combinations(_react(inputs))
+
+
+@builder("table38_prompt_format")
+def _table38(inputs, settings):
+    return prompt_format_table(read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])})
+
+
+@builder("table21_judge_accuracy")
+def _table21(inputs, settings):
+    return judge_accuracy_table(_rows(inputs["five_judge"]), _human(inputs))
+
+
+@builder("table22_accuracy_by_consensus")
+def _table22(inputs, settings):
+    return accuracy_by_consensus_table(_rows(inputs["five_judge"]), _human(inputs))
+
+
+@builder("table23_ensembles")
+def _table23(inputs, settings):
+    return ensemble_table(_rows(inputs["five_judge"]), _human(inputs))
+
+
+@builder("table24_vendor_swap")
+def _table24(inputs, settings):
+    return vendor_swap_table(_rows(inputs["vendor_swap"]), {i["item_id"]: i for i in read_jsonl(inputs["dataset"])})
+
+
+@builder("table29_composition")
+def _table29(inputs, settings):
+    return composition_table(read_jsonl(inputs["dataset"]))
+
+
+@builder("table3_human_reliability")
+def _table3(inputs, settings):
+    return human_reliability_table(read_jsonl(inputs["human"]))
+
+
+@builder("table18_retention")
+def _table18(inputs, settings):
+    return retention_table(read_jsonl(inputs["human"]))
+
+
+@builder("table19_panel_strata")
+def _table19(inputs, settings):
+    return panel_strata_table(read_jsonl(inputs["human"]))
+
+
+@builder("table20_human_agreement")
+def _table20(inputs, settings):
+    return human_agreement_table(read_jsonl(inputs["human"]))

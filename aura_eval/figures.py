@@ -7,7 +7,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from aura_eval.seeds import DOMAINS  # noqa: E402
+from aura_eval.analysis import read_frame  # noqa: E402
+from aura_eval.jsonl import read_jsonl  # noqa: E402
+from aura_eval import vocab  # noqa: E402
+from aura_eval.vocab import DOMAINS, NSP, REACT, SP, builder  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "aura-eval"  # fixed ids in SVG output
 LABEL_COLOURS = {"unsafe": "#c0392b", "safe": "#2e86c1"}
@@ -49,20 +52,19 @@ def trajectory_length_by_domain(seeds: list[dict], png, svg) -> None:
     save(fig, png, svg)
 
 
-DETECTION = ["D0", "D1", "D2", "D3"]
-ACTION_TYPES = ["A0", "A1", "A2", "A3", "A4", "A5"]
-DIMENSIONS = ["original", "RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]
+# Axis categories as lists, the form matplotlib's categorical axes take.
+DETECTION, ACTION_TYPES, DIMENSIONS = list(vocab.DETECTION_LEVELS), list(vocab.ACTION_TYPES), list(vocab.DIMENSIONS)
 
 
 def _react(df):
-    return df[df["format"] == "react"]
+    return df[df["format"] == REACT]
 
 
 def unsafe_by_detection(df, png, svg) -> None:
     """Figure 4: unsafe rate per detection level, NSP and SP panels, one line per model."""
     df = _react(df)
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
-    for ax, label in zip(axes, ("NSP", "SP")):
+    for ax, label in zip(axes, (NSP, SP)):
         sub = df[(df["pair_label"] == label) & df["safety"].notna() & df["detection"].notna()]
         if sub.empty:
             no_data(ax, f"no resolved {label} rows")
@@ -193,6 +195,18 @@ def detection_by_action(df, png, svg) -> None:
     save(fig, png, svg)
 
 
-FIGURES = {"fig4_unsafe_by_detection": unsafe_by_detection, "fig5_action_types": action_types,
-           "fig6_unsafe_by_dimension": unsafe_by_dimension, "fig7_detection_levels": detection_levels,
-           "fig8_detection_by_action": detection_by_action}
+# -- the registered figures (aura_eval.vocab.FIGURES) ------------------------------------
+
+@builder("trajectory_length_by_domain")
+def _trajectory_length(inputs, png, svg):
+    trajectory_length_by_domain(read_jsonl(inputs["seeds"]), png, svg)
+
+
+def _from_frame(draw):
+    return lambda inputs, png, svg: draw(read_frame(inputs["frame"]), png, svg)
+
+
+for _name, _draw in {"fig4_unsafe_by_detection": unsafe_by_detection, "fig5_action_types": action_types,
+                     "fig6_unsafe_by_dimension": unsafe_by_dimension, "fig7_detection_levels": detection_levels,
+                     "fig8_detection_by_action": detection_by_action}.items():
+    builder(_name)(_from_frame(_draw))

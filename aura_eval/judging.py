@@ -12,25 +12,19 @@ type) run once per evaluated run × judge; labels once per run.
 
 from __future__ import annotations
 
-import sys
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
-    from aura_eval.llm import Endpoint, Request
+from aura_eval.jsonl import read_jsonl, write_jsonl
+from aura_eval.llm.types import Endpoint, Request, endpoints
+from aura_eval.panel import answer, ballot, tally
+from aura_eval.prompts import load_prompt
 from aura_eval.rollout import render_context
-from aura_eval.stats import consensus, vote
+from aura_eval.stage import StageRun
+from aura_eval.stats import vote
+from aura_eval.vocab import AXES, JUDGE_PROMPTS, LABEL_FIELDS
 
-AXES = ("detection", "action_type", "action_safety")
-PROMPTS = {"detection": "judge_detection", "action_type": "judge_action_type",
-           "action_safety": "judge_action_safety"}
-LABEL_FIELD = {"detection": "level", "action_type": "action_type", "action_safety": "safety"}
 NO_TYPE = "(the judge panel did not agree on a type)"
 
 
 def _request(axis, rollout, item, endpoint: Endpoint, prompt, sample, action_type=None) -> Request:
-    from aura_eval.llm import Request
-
     values = {"context": render_context(item)}
     if axis == "detection":
         values["thought"] = rollout["thought"]
@@ -44,8 +38,8 @@ def _request(axis, rollout, item, endpoint: Endpoint, prompt, sample, action_typ
 
 
 def _verdict(axis, result) -> dict:
-    parsed = result.parsed or {}
-    return {"label": parsed.get(LABEL_FIELD[axis]), "reason": parsed.get("reason"), **result.provenance()}
+    return {"label": ballot(result, LABEL_FIELDS[axis]), "reason": answer(result).get("reason"),
+            **result.provenance()}
 
 
 def _not_applicable(why: str) -> dict:
@@ -65,7 +59,7 @@ def judge_detection_type(rollouts, items, endpoint, prompts, client, judge, samp
                 for r in with_thought]
     requests += [_request("action_type", r, items[r["item_id"]], endpoint, prompts["action_type"], sample)
                  for r in rollouts]
-    results = client.run(requests)
+    results = client.results(requests)
     detection = {res.request.item_id: _verdict("detection", res) for res in results[: len(with_thought)]}
     types = {res.request.item_id: _verdict("action_type", res) for res in results[len(with_thought):]}
     return [{"item_id": r["item_id"], "judge": judge, "sample": sample,
@@ -88,7 +82,7 @@ def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, c
     requests = [_request("action_safety", by_id[row["item_id"]], items[row["item_id"]], endpoint,
                          prompts["action_safety"], sample, action_type=panel_types.get(row["item_id"]))
                 for row in phase1_rows]
-    results = client.run(requests)
+    results = client.results(requests)
     out = []
     for row, result in zip(phase1_rows, results):
         verdict = _verdict("action_safety", result)
@@ -97,13 +91,13 @@ def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, c
     return out
 
 
-def judge_panel(rollouts, items, endpoints: dict[str, Endpoint], prompts, client, sample=0) -> dict:
+def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, client, sample=0) -> dict:
     """Both phases for a whole panel in one job (the reliability runs use this)."""
     phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, client, name, sample)
-              for name, ep in endpoints.items()}
+              for name, ep in members.items()}
     types = panel_action_types(phase1)
     return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, client, sample)
-            for name, ep in endpoints.items()}
+            for name, ep in members.items()}
 
 
 def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rule: str = "majority") -> list[dict]:
@@ -118,56 +112,44 @@ def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rul
             verdicts = [index.get((judge, rollout["item_id"]), {}).get(axis) for judge in judges]
             applicable = rollout["status"] == "ok" and all(v and v["status"] != "not_applicable" for v in verdicts)
             votes = [v["label"] for v in verdicts] if applicable else []
-            row[axis] = {"label": vote(votes, rule) if votes else None, "votes": votes,
-                         "stratum": consensus(votes) if votes else None,
-                         "unparseable_votes": sum(v is None for v in votes)}
+            row[axis] = tally(votes, rule)
         labels.append(row)
     return labels
 
 
 def load_prompts() -> dict:
-    from aura_eval.prompts import load_prompt
-
-    return {axis: load_prompt(name) for axis, name in PROMPTS.items()}
+    return {axis: load_prompt(name) for axis, name in JUDGE_PROMPTS.items()}
 
 
 def items_by_id(items_path) -> dict:
-    from aura_eval.jsonl import read_jsonl
-
     return {item["item_id"]: item for item in read_jsonl(items_path)}
 
 
-def run_phase1(items_path, rollouts_path, out_path, calls_path, config, run, judge, progress=True):
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoint
-
-    judge_endpoint = endpoint(config, judge)
-    client = ModelClient(config["llm"], stage=f"judge_detection_type:{run}:{judge}", progress=progress)
-    rows = judge_detection_type(read_jsonl(rollouts_path), items_by_id(items_path), judge_endpoint, load_prompts(),
-                                client, judge)
-    write_jsonl(out_path, rows, key="item_id")
-    client.write_call_log(calls_path)
-    print(f"judge {judge} on {run}: {len(rows)} rollouts judged, calls made {client.calls_made}", file=sys.stderr)
+def run_phase1(items_path, rollouts_path, out_path, calls_path, llm, run, judge: list[dict], threads=None,
+               progress=True) -> dict:
+    """judge_detection_type stage: one judge (its model entry) on one run's rollouts."""
+    (judge_endpoint,) = endpoints(judge)
+    with StageRun(f"judge_detection_type:{run}:{judge_endpoint.name}", llm, calls_path, threads, progress) as stage:
+        rows = judge_detection_type(read_jsonl(rollouts_path), items_by_id(items_path), judge_endpoint,
+                                    load_prompts(), stage, judge_endpoint.name)
+        stage.write(out_path, rows, "item_id")
+    return {"rollouts judged": len(rows)}
 
 
-def run_phase2(items_path, rollouts_path, phase1_paths, out_path, calls_path, config, run, judge, progress=True):
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoint
-
+def run_phase2(items_path, rollouts_path, phase1_paths: dict, out_path, calls_path, llm, run, judge: list[dict],
+               threads=None, progress=True) -> dict:
+    """judge_safety stage: one judge on one run, given every panel judge's action types."""
     phase1 = {path_judge: read_jsonl(path) for path_judge, path in phase1_paths.items()}
-    judge_endpoint = endpoint(config, judge)
-    client = ModelClient(config["llm"], stage=f"judge_safety:{run}:{judge}", progress=progress)
-    rows = judge_safety(phase1[judge], panel_action_types(phase1), read_jsonl(rollouts_path),
-                        items_by_id(items_path), judge_endpoint, load_prompts(), client)
-    write_jsonl(out_path, rows, key="item_id")
-    client.write_call_log(calls_path)
-    print(f"safety judge {judge} on {run}: {len(rows)} rollouts, calls made {client.calls_made}", file=sys.stderr)
+    (judge_endpoint,) = endpoints(judge)
+    with StageRun(f"judge_safety:{run}:{judge_endpoint.name}", llm, calls_path, threads, progress) as stage:
+        rows = judge_safety(phase1[judge_endpoint.name], panel_action_types(phase1), read_jsonl(rollouts_path),
+                            items_by_id(items_path), judge_endpoint, load_prompts(), stage)
+        stage.write(out_path, rows, "item_id")
+    return {"rollouts judged": len(rows)}
 
 
-def run_labels(rollouts_path, judgment_paths: dict, out_path):
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-
+def run_labels(rollouts_path, judgment_paths: dict, out_path) -> dict:
     rows = final_labels(read_jsonl(rollouts_path), {j: read_jsonl(p) for j, p in judgment_paths.items()})
     write_jsonl(out_path, rows, key="item_id")
-    unresolved = {axis: sum(r[axis]["label"] is None for r in rows) for axis in AXES}
-    print(f"labels: {len(rows)} rollouts, unresolved per axis {unresolved}", file=sys.stderr)
+    return {"rollouts": len(rows), "unresolved per axis": {axis: sum(r[axis]["label"] is None for r in rows)
+                                                           for axis in AXES}}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+from aura_eval.vocab import PROMPTS_DIR
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,3 @@ def load_prompt(prompt_id: str, prompts_dir: str | Path = PROMPTS_DIR) -> Prompt
         raise ValueError(f"{path}: id {spec['id']!r} does not match the file name")
     return Prompt(id=spec["id"], version=int(spec["version"]), system=spec["system"], user=spec["user"],
                   schema=spec.get("schema"))
-
-
-def load_taxonomy(prompts_dir: str | Path = PROMPTS_DIR) -> dict:
-    """The variation dimensions (prompts/taxonomy.yaml): id -> name, definition, direction."""
-    from aura_eval.construct.common import DIMENSIONS
-
-    path = Path(prompts_dir) / "taxonomy.yaml"
-    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if tuple(spec.get("dimensions", {})) != DIMENSIONS:
-        raise ValueError(f"{path}: dimensions must be {', '.join(DIMENSIONS)} in that order")
-    return spec

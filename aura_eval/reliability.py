@@ -11,12 +11,13 @@ One job per evaluated model for each; files under results/reliability/.
 from __future__ import annotations
 
 import dataclasses
-import sys
 
-from aura_eval.dataset import stratified_sample
-from aura_eval.judging import AXES, final_labels, items_by_id, judge_panel, judgeable, load_prompts
-from aura_eval.jsonl import read_jsonl, write_jsonl
-from aura_eval.llm import ModelClient, endpoint
+from aura_eval.judging import final_labels, items_by_id, judge_panel, judgeable, load_prompts
+from aura_eval.jsonl import read_jsonl
+from aura_eval.llm.types import endpoints
+from aura_eval.sampling import stratified_sample
+from aura_eval.stage import StageRun
+from aura_eval.vocab import AXES
 
 
 def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "calibration") -> list[dict]:
@@ -27,32 +28,27 @@ def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "c
     return [r for r in rollouts if r["item_id"] in chosen]
 
 
-def _endpoints(config, names):
-    return {name: endpoint(config, name) for name in names}
+def _members(entries: list[dict]) -> dict:
+    return {ep.name: ep for ep in endpoints(entries)}
 
 
-def _label_rows(labels: list[dict], extra: dict) -> list[dict]:
-    return [{**row, **extra} for row in labels]
-
-
-def five_judge(rollouts, items, config, client) -> list[dict]:
-    names = config["roles"]["validation_judges"]
-    sample = calibration_sample(rollouts, items, config["reliability"]["calibration_items"])
-    by_judge = judge_panel(sample, items, _endpoints(config, names), load_prompts(), client)
+def five_judge(rollouts, items, settings: dict, stage) -> list[dict]:
+    """settings: `panel` (the validation judges' model entries), `calibration_items`."""
+    sample = calibration_sample(rollouts, items, settings["calibration_items"])
+    by_judge = judge_panel(sample, items, _members(settings["panel"]), load_prompts(), stage)
     labels = final_labels(sample, by_judge, rule="plurality")
-    return _label_rows(labels, {"panel": "five_judge", "rule": "plurality"})
+    return [{**row, "panel": "five_judge", "rule": "plurality"} for row in labels]
 
 
-def repeats(rollouts, items, config, client) -> list[dict]:
-    names = config["roles"]["judges"] if isinstance(config["roles"]["judges"], list) else [config["roles"]["judges"]]
-    sample = calibration_sample(rollouts, items, config["reliability"]["calibration_items"])
+def repeats(rollouts, items, settings: dict, stage) -> list[dict]:
+    """settings: `panel` (the panel judges' model entries), `calibration_items`, `repeats`."""
+    sample = calibration_sample(rollouts, items, settings["calibration_items"])
     # Temperature 0 as in F.5; the sample index makes each run a distinct cached call.
-    endpoints = {name: dataclasses.replace(ep, params={**ep.params, "temperature": 0.0})
-                 for name, ep in _endpoints(config, names).items()}
-    runs = [judge_panel(sample, items, endpoints, load_prompts(), client, sample=k)
-            for k in range(config["reliability"]["repeats"])]
+    members = {name: dataclasses.replace(ep, params={**ep.params, "temperature": 0.0})
+               for name, ep in _members(settings["panel"]).items()}
+    runs = [judge_panel(sample, items, members, load_prompts(), stage, sample=k) for k in range(settings["repeats"])]
     rows = []
-    for name in names:
+    for name in members:
         per_run = [{row["item_id"]: row for row in run[name]} for run in runs]
         for rollout in judgeable(sample):
             row = {"item_id": rollout["item_id"], "judge": name}
@@ -65,40 +61,42 @@ def repeats(rollouts, items, config, client) -> list[dict]:
     return rows
 
 
-def vendor_swap(rollouts, items, labels, config, agent, client) -> list[dict]:
-    judges = config["roles"]["judges"]
-    vendor = config["agents"][agent]["vendor"]
-    replacement = config["roles"]["replacement_judge"]
-    swapped = [replacement if config["models"][j].get("vendor") == vendor else j for j in judges]
-    replaced = [j for j in judges if config["models"][j].get("vendor") == vendor]
+def vendor_swap(rollouts, items, labels, settings: dict, agent, stage) -> list[dict]:
+    """settings: `panel` (the panel judges' model entries, with their vendors), `replacement`
+    (the replacement judge's entry), `agent_vendor`, `items` (the sample size)."""
+    panel, (replacement,) = settings["panel"], settings["replacement"]
+    same_vendor = [e["name"] for e in panel if e.get("vendor") == settings["agent_vendor"]]
+    swapped = [replacement if e["name"] in same_vendor else e for e in panel]
     rows = [{**r, "pair_label": items[r["item_id"]]["pair_label"], "dimension": items[r["item_id"]]["dimension"]}
             for r in judgeable(rollouts)]
-    chosen = {r["item_id"] for r in stratified_sample(rows, config["reliability"]["vendor_swap_items"],
-                                                      "pair_label", "dimension", "item_id", "vendor-swap")}
+    chosen = {r["item_id"] for r in stratified_sample(rows, settings["items"], "pair_label", "dimension", "item_id",
+                                                      "vendor-swap")}
     sample = [r for r in rollouts if r["item_id"] in chosen]
     # A judge may appear twice in the swapped panel (the replacement); keep one entry per position.
-    endpoints = {f"{i}:{name}": endpoint(config, name) for i, name in enumerate(swapped)}
+    members = {f"{i}:{ep.name}": ep for i, ep in enumerate(endpoints(swapped))}
     new_labels = {row["item_id"]: row for row in final_labels(sample, judge_panel(
-        sample, items, endpoints, load_prompts(), client))}
+        sample, items, members, load_prompts(), stage))}
     original = {row["item_id"]: row for row in labels}
-    return [{"item_id": r["item_id"], "agent": agent, "replaced_judges": replaced, "replacement": replacement,
+    return [{"item_id": r["item_id"], "agent": agent, "replaced_judges": same_vendor,
+             "replacement": replacement["name"],
              "original_safety": original[r["item_id"]]["action_safety"]["label"],
              "replaced_safety": new_labels[r["item_id"]]["action_safety"]["label"],
              "replaced_votes": new_labels[r["item_id"]]["action_safety"]["votes"]} for r in sample]
 
 
-def run(kind, items_path, rollouts_path, labels_path, out_path, calls_path, config, agent, progress=True):
+def run(kind, items_path, rollouts_path, labels_path, out_path, calls_path, llm, settings: dict, agent,
+        threads=None, progress=True) -> dict:
+    """reliability stage for one agent: `settings` holds exactly what the kind uses (see each)."""
     items = items_by_id(items_path)
     rollouts = read_jsonl(rollouts_path)
-    client = ModelClient(config["llm"], stage=f"reliability:{kind}:{agent}", progress=progress)
-    if kind == "five_judge":
-        rows = five_judge(rollouts, items, config, client)
-    elif kind == "repeats":
-        rows = repeats(rollouts, items, config, client)
-    elif kind == "vendor_swap":
-        rows = vendor_swap(rollouts, items, read_jsonl(labels_path), config, agent, client)
-    else:
-        raise ValueError(f"unknown reliability run {kind!r} (five_judge, repeats, vendor_swap)")
-    write_jsonl(out_path, rows, key=("item_id", "judge") if kind == "repeats" else "item_id")
-    client.write_call_log(calls_path)
-    print(f"reliability {kind} for {agent}: {len(rows)} rows, calls made {client.calls_made}", file=sys.stderr)
+    with StageRun(f"reliability:{kind}:{agent}", llm, calls_path, threads, progress) as stage:
+        if kind == "five_judge":
+            rows = five_judge(rollouts, items, settings, stage)
+        elif kind == "repeats":
+            rows = repeats(rollouts, items, settings, stage)
+        elif kind == "vendor_swap":
+            rows = vendor_swap(rollouts, items, read_jsonl(labels_path), settings, agent, stage)
+        else:
+            raise ValueError(f"unknown reliability run {kind!r} (five_judge, repeats, vendor_swap)")
+        stage.write(out_path, rows, ("item_id", "judge") if kind == "repeats" else "item_id")
+    return {"rows": len(rows)}

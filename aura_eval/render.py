@@ -2,8 +2,9 @@
 
 With `quarto` on PATH, Quarto renders it; otherwise pandoc (from the PyPI package
 pypandoc_binary) renders the same source after this module resolves its
-`{{< include file >}}` shortcodes. Every CSV under results/tables/ is offered to
-the source as a Markdown table at tables/<name>.md; figures at figures/<name>.
+`{{< include file >}}` shortcodes. The report's inputs are the registered tables and
+figures (aura_eval.vocab), given as files: each table is offered to the source as
+Markdown at tables/<name>.md (a CSV-only table converted), each figure at figures/<name>.
 """
 
 from __future__ import annotations
@@ -15,27 +16,29 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval.table_files import markdown
+
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
 
 
 def csv_to_markdown(path: Path) -> str:
-    from aura_eval.report import markdown
-
     return markdown(pd.read_csv(path, keep_default_na=True))
 
 
-def prepare(source: Path, results: Path, build: Path) -> Path:
+def prepare(source: Path, files: list, build: Path) -> Path:
     """A build folder holding the source, Markdown versions of the tables and the figures."""
     if build.exists():
         shutil.rmtree(build)
     (build / "tables").mkdir(parents=True)
-    for path in sorted((results / "tables").glob("*")):
-        if path.suffix == ".md":
+    (build / "figures").mkdir()
+    paths = sorted(Path(p) for p in files)
+    for path in paths:
+        if path.parent.name == "figures":
+            shutil.copy(path, build / "figures" / path.name)
+        elif path.suffix == ".md":
             shutil.copy(path, build / "tables" / path.name)
-        elif path.suffix == ".csv" and not path.with_suffix(".md").exists():
+        elif path.suffix == ".csv" and path.with_suffix(".md") not in paths:
             (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
-    if (results / "figures").exists():
-        shutil.copytree(results / "figures", build / "figures")
     target = build / "report.qmd"
     shutil.copy(source, target)
     return target
@@ -49,11 +52,11 @@ def resolve_includes(text: str, base: Path) -> str:
     return INCLUDE.sub(include, text)
 
 
-def render_report(source, results, out_html) -> str:
-    """Render and return the engine used ("quarto" or "pandoc")."""
+def render_report(source, files, out_html) -> str:
+    """Render the report from its input files; returns the engine used ("quarto" or "pandoc")."""
     out_html = Path(out_html).resolve()
     build = out_html.parent / "build"
-    qmd = prepare(Path(source), Path(results), build)
+    qmd = prepare(Path(source), files, build)
     if shutil.which("quarto"):
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)

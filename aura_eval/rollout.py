@@ -11,30 +11,15 @@ recorded as unparseable and counted.
 from __future__ import annotations
 
 import re
-import sys
 
-from typing import TYPE_CHECKING
+from aura_eval.jsonl import read_jsonl
+from aura_eval.llm.types import Endpoint, Request, endpoints
+from aura_eval.prompts import load_prompt
+from aura_eval.stage import run_stage, status_counts
+from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, REACT, parse_run
 
-if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
-    from aura_eval.llm import Endpoint, Request
-
-REACT, ACTION_ONLY = "react", "action_only"
-# (format, output) -> prompt; `output: json` suits models whose decoding follows a schema.
-PROMPTS = {(REACT, "text"): "agent_react", (ACTION_ONLY, "text"): "agent_action_only",
-           (REACT, "json"): "agent_react_json", (ACTION_ONLY, "json"): "agent_action_only_json"}
-RUN_SEPARATOR = "."
 _THOUGHT = re.compile(r"\[?\s*agent[_ ]thought\s*\]?\s*:?", re.I)
 _ACTION = re.compile(r"\[?\s*agent[_ ]action\s*\]?\s*:?", re.I)
-
-
-def run_name(agent: str, fmt: str) -> str:
-    """File name of one agent × prompt format: `gpt-5.4` or `gpt-5.4.action_only`."""
-    return agent if fmt == REACT else f"{agent}{RUN_SEPARATOR}{ACTION_ONLY}"
-
-
-def parse_run(run: str) -> tuple[str, str]:
-    suffix = RUN_SEPARATOR + ACTION_ONLY
-    return (run[: -len(suffix)], ACTION_ONLY) if run.endswith(suffix) else (run, REACT)
 
 
 def render_context(item: dict) -> str:
@@ -71,13 +56,10 @@ def split_output(text: str | None, fmt: str) -> tuple[str | None, str | None, st
     return thought, action, None
 
 
-def rollout_requests(items, endpoint: Endpoint, prompt, agent: str) -> list[Request]:
-    from aura_eval.llm import Request
-
-    return [Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id,
-                    prompt_version=prompt.version, role=f"agent:{agent}", schema=prompt.schema,
-                    messages=prompt.messages(profile=item["profile"], context=render_context(item)))
-            for item in items]
+def rollout_request(item: dict, endpoint: Endpoint, prompt, agent: str) -> Request:
+    return Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id,
+                   prompt_version=prompt.version, role=f"agent:{agent}", schema=prompt.schema,
+                   messages=prompt.messages(profile=item["profile"], context=render_context(item)))
 
 
 def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
@@ -96,22 +78,15 @@ def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
             "parse_problem": problem, **provenance}
 
 
-def run(items_path, subset_path, out_path, calls_path, config: dict, run: str, progress=True) -> dict:
-    """rollout stage for one agent × format."""
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoint
-    from aura_eval.prompts import load_prompt
-
+def run(items_path, out_path, calls_path, llm: dict, run: str, output: str, model: list[dict], threads=None,
+        progress=True) -> dict:
+    """rollout stage for one run (agent × format): `items_path` is the dataset, or the
+    action-only subset for an action-only run; `output` the agent's answer format."""
     agent, fmt = parse_run(run)
-    items = read_jsonl(subset_path if fmt == ACTION_ONLY else items_path)
-    spec = config["agents"][agent]
-    agent_endpoint = endpoint(config, spec["model"])
-    prompt = load_prompt(PROMPTS[(fmt, spec.get("output", "text"))])
-    client = ModelClient(config["llm"], stage=f"rollout:{run}", progress=progress)
-    results = client.run(rollout_requests(items, agent_endpoint, prompt, agent))
-    rows = [rollout_row(item, result, agent, fmt) for item, result in zip(items, results)]
-    write_jsonl(out_path, rows, key="item_id")
-    client.write_call_log(calls_path)
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unparseable", "failed")}
-    print(f"rollout {run}: {len(rows)} items {counts}, calls made {client.calls_made}", file=sys.stderr)
-    return counts
+    (agent_endpoint,) = endpoints(model)
+    prompt = load_prompt(AGENT_PROMPTS[(fmt, output)])
+    rows = run_stage(f"rollout:{run}", llm, read_jsonl(items_path),
+                     lambda item: rollout_request(item, agent_endpoint, prompt, agent),
+                     lambda item, result: rollout_row(item, result, agent, fmt), out_path, "item_id", calls_path,
+                     threads, progress)
+    return status_counts(rows)

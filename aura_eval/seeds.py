@@ -8,26 +8,19 @@ steps) into ordered steps, keeping every text exactly as it is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from aura_eval.jsonl import InputError, write_jsonl
+from aura_eval.vocab import DOMAINS, STEP_ROLES, hash_rank, seed_id
 
-DOMAINS = ("Application", "Finance", "IoT", "Program", "Web")
 LABEL_FILES = {"harmful.json": 1, "benign.json": 0}
 ATTACK_TYPES = ("unintended", "injection")
-ROLES = ("user", "agent", "environment")
 # Paper, §4 and C.1: the 157 unintended-risk seeds.
 PAPER_COUNTS = {"Program": 48, "Application": 39, "IoT": 30, "Web": 23, "Finance": 17}
 PAPER_LABELS = {"unsafe": 101, "safe": 56}
 
 _STRING_FIELDS = ("scenario", "profile", "goal", "risk_description")
-
-
-def seed_id(domain: str, rjudge_id: int) -> str:
-    """Readable, stable seed id: the domain and the R-Judge id, e.g. `iot-007`."""
-    return f"{domain.lower()}-{rjudge_id:03d}"
 
 
 def _fail(path, record_id, message):
@@ -38,8 +31,8 @@ def _check_step(path, rid, where, step):
     if not isinstance(step, dict):
         _fail(path, rid, f"{where} is not an object")
     role = step.get("role")
-    if role not in ROLES:
-        _fail(path, rid, f"{where} has unknown role {role!r} (allowed: {', '.join(ROLES)})")
+    if role not in STEP_ROLES:
+        _fail(path, rid, f"{where} has unknown role {role!r} (allowed: {', '.join(STEP_ROLES)})")
     expected = {"role", "thought", "action"} if role == "agent" else {"role", "content"}
     if set(step) != expected:
         _fail(path, rid, f"{where} ({role}) must have fields {sorted(expected)}, has {sorted(step)}")
@@ -136,11 +129,6 @@ def load_seeds(rjudge_dir: str | Path, attack_type: str = "unintended") -> list[
     return sorted(seeds, key=lambda s: s["seed_id"])
 
 
-def _rank(seed_id_: str) -> str:
-    # A hash order independent of file order and of Python's hash seed.
-    return hashlib.sha256(seed_id_.encode()).hexdigest()
-
-
 def stratified_subset(seeds: list[dict], n) -> list[dict]:
     """`all`, or n seeds stratified by (domain, label).
 
@@ -165,7 +153,7 @@ def stratified_subset(seeds: list[dict], n) -> list[dict]:
         alloc[k] += 1
     chosen = []
     for k, members in strata.items():
-        chosen += sorted(members, key=lambda s: _rank(s["seed_id"]))[: alloc[k]]
+        chosen += sorted(members, key=lambda s: hash_rank(s["seed_id"]))[: alloc[k]]
     return sorted(chosen, key=lambda s: s["seed_id"])
 
 

@@ -12,16 +12,12 @@ that step). The evaluated model writes the next agent step after either prefix.
 
 from __future__ import annotations
 
-import sys
+from aura_eval.jsonl import InputError, read_jsonl, write_jsonl
+from aura_eval.llm.types import Endpoint, Request, Result, endpoints
+from aura_eval.prompts import Prompt, load_prompt
+from aura_eval.stage import run_stage, status_counts
+from aura_eval.vocab import AT_TRIGGER, PRE_EXECUTION, prefix_id
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # importing the model module loads litellm (seconds): only where calls are made
-    from aura_eval.llm import Endpoint, Request, Result
-from aura_eval.prompts import Prompt
-
-AT_TRIGGER = "at_trigger"
-PRE_EXECUTION = "pre_execution"
 # Paper §4.2 / C.2: 157 at-trigger + 54 pre-execution prefixes.
 PAPER_PREFIX_COUNTS = {AT_TRIGGER: 157, PRE_EXECUTION: 54}
 
@@ -68,14 +64,11 @@ def tag_schema(prompt: Prompt, seed: dict) -> dict:
     return {"anyOf": alternatives} if alternatives else base
 
 
-def tag_requests(seeds: list[dict], prompt: Prompt, endpoint: Endpoint) -> list[Request]:
-    from aura_eval.llm import Request
-
-    return [Request(item_id=seed["seed_id"], endpoint=endpoint, prompt_id=prompt.id,
-                    prompt_version=prompt.version, role="tagger", schema=tag_schema(prompt, seed),
-                    messages=prompt.messages(profile=seed["profile"], risk_description=seed["risk_description"],
-                                             trajectory=render_steps(seed["steps"])))
-            for seed in seeds]
+def tag_request(seed: dict, prompt: Prompt, endpoint: Endpoint) -> Request:
+    return Request(item_id=seed["seed_id"], endpoint=endpoint, prompt_id=prompt.id,
+                   prompt_version=prompt.version, role="tagger", schema=tag_schema(prompt, seed),
+                   messages=prompt.messages(profile=seed["profile"], risk_description=seed["risk_description"],
+                                            trajectory=render_steps(seed["steps"])))
 
 
 def check_tag(seed: dict, r, e) -> str | None:
@@ -124,7 +117,7 @@ def truncate(seed: dict, tag: dict) -> list[dict]:
         if last_outside != r:
             cuts[PRE_EXECUTION] = last_outside
     return [{
-        "prefix_id": f"{seed['seed_id']}.{point}",
+        "prefix_id": prefix_id(seed["seed_id"], point),
         "seed_id": seed["seed_id"], "domain": seed["domain"], "label": seed["label"],
         "decision_point": point, "risk_trigger": r, "execution_point": e, "last_step": cut,
         "n_steps": cut + 1, "profile": seed["profile"], "risk_description": seed["risk_description"],
@@ -132,31 +125,18 @@ def truncate(seed: dict, tag: dict) -> list[dict]:
     } for point, cut in cuts.items()]
 
 
-def run(seeds_path, tags_path, calls_path, config: dict, progress: bool = True) -> dict:
-    """tag_steps stage: tag every seed with the tagger role; returns status counts."""
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import ModelClient, endpoints_for_role
-    from aura_eval.prompts import load_prompt
-
+def run(seeds_path, tags_path, calls_path, llm: dict, tagger: list[dict], threads=None, progress=True) -> dict:
+    """tag_steps stage: tag every seed with the tagger (its model entry); returns status counts."""
     seeds = read_jsonl(seeds_path)
     prompt = load_prompt("p1_step_tagging")
-    (endpoint,) = endpoints_for_role(config, "tagger")
-    client = ModelClient(config["llm"], stage="tag_steps", progress=progress)
-    results = client.run(tag_requests(seeds, prompt, endpoint))
-    rows = [tag_row(seed, result) for seed, result in zip(seeds, results)]
-    write_jsonl(tags_path, rows, key="seed_id")
-    client.write_call_log(calls_path)
-    counts = {"seeds": len(rows), "valid": sum(r["valid"] for r in rows),
-              **{s: sum(r["status"] == s for r in rows) for s in ("ok", "unparseable", "failed")},
-              "calls_made": client.calls_made}
-    print(f"tag_steps: {counts}", file=sys.stderr)
-    return counts
+    (endpoint,) = endpoints(tagger)
+    rows = run_stage("tag_steps", llm, seeds, lambda seed: tag_request(seed, prompt, endpoint), tag_row,
+                     tags_path, "seed_id", calls_path, threads, progress)
+    return {"seeds": len(rows), "valid": sum(r["valid"] for r in rows), **status_counts(rows)}
 
 
 def run_truncate(seeds_path, tags_path, prefixes_path) -> list[dict]:
     """truncate_prefixes stage: prefixes for every seed with a valid tag."""
-    from aura_eval.jsonl import InputError, read_jsonl, write_jsonl
-
     seeds = {s["seed_id"]: s for s in read_jsonl(seeds_path)}
     prefixes = []
     for tag in read_jsonl(tags_path):

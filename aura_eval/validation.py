@@ -11,22 +11,26 @@
 from __future__ import annotations
 
 import csv
-import hashlib
+import functools
 import html
 import json
 from pathlib import Path
 
-from aura_eval.jsonl import InputError
+import jinja2
 
-AXIS_LABELS = {"detection": ["D0", "D1", "D2", "D3"], "action_type": ["A0", "A1", "A2", "A3", "A4", "A5"],
-               "action_safety": ["Safe", "Unsafe"]}
+from aura_eval.jsonl import InputError, atomic_write_text, read_jsonl, write_jsonl
+from aura_eval.prompts import load_prompt
+from aura_eval.rollout import render_context
+from aura_eval.stats import consensus, vote
+from aura_eval.vocab import AXIS_LABELS, JUDGE_PROMPTS, hash_rank
+
 CSV_FIELDS = ["sample_id", "annotator", "axis", "label", "note"]
 ADJUDICATION_FIELDS = ["sample_id", "axis", "final_label", "note"]
 DROP = "drop"
 
 
 def _rank(text: str) -> str:
-    return hashlib.sha256(f"audit:{text}".encode()).hexdigest()
+    return hash_rank(text, "audit:")
 
 
 def candidates(axis: str, panel_rows: list[dict], rollouts: dict, items: dict) -> list[dict]:
@@ -80,95 +84,23 @@ def audit_sample(pool: list[dict], size: int) -> list[dict]:
 
 # -- the annotation page -----------------------------------------------------------
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>AURA-Eval annotation: {axis_title} ({annotator})</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 0; display: flex; }}
-#rubric {{ width: 32%; height: 100vh; overflow: auto; padding: 1em; background: #f5f5f0; box-sizing: border-box;
-          position: sticky; top: 0; white-space: pre-wrap; font-size: 0.85em; }}
-#main {{ width: 68%; padding: 1em; box-sizing: border-box; }}
-.sample {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.8em; margin-bottom: 1.2em; }}
-.sample.done {{ border-color: #2e86c1; }}
-pre {{ white-space: pre-wrap; background: #fafafa; padding: 0.5em; font-size: 0.85em; max-height: 24em;
-      overflow: auto; }}
-.target {{ background: #fff7d6; }}
-label {{ margin-right: 1em; }}
-#bar {{ position: sticky; top: 0; background: white; padding: 0.5em 0; border-bottom: 1px solid #ddd; }}
-</style></head>
-<body>
-<div id="rubric"><h3>Rubric: {axis_title}</h3>{rubric}</div>
-<div id="main">
-<div id="bar"><b>{annotator}</b> · {axis_title} · <span id="progress"></span>
-<button id="export">Export CSV</button> <button id="clear">Clear my labels</button></div>
-<div id="samples"></div>
-</div>
-<script>
-const DATA = {data};
-const KEY = "aura-eval:" + DATA.annotator + ":" + DATA.axis;
-let state = JSON.parse(localStorage.getItem(KEY) || "{{}}");
-function save() {{ localStorage.setItem(KEY, JSON.stringify(state)); progress(); }}
-function progress() {{
-  const n = DATA.samples.filter(s => state[s.sample_id] && state[s.sample_id].label).length;
-  document.getElementById("progress").textContent = n + " of " + DATA.samples.length + " labelled";
-  for (const s of DATA.samples) {{
-    document.getElementById("card-" + s.n).classList.toggle("done", !!(state[s.sample_id] || {{}}).label);
-  }}
-}}
-function el(tag, text, cls) {{ const e = document.createElement(tag); if (text !== undefined) e.textContent = text;
-  if (cls) e.className = cls; return e; }}
-function render() {{
-  const root = document.getElementById("samples");
-  for (const s of DATA.samples) {{
-    const card = el("div", undefined, "sample"); card.id = "card-" + s.n;
-    card.appendChild(el("h4", "Sample " + s.n + " of " + DATA.samples.length));
-    card.appendChild(el("div", "Agent profile: " + s.profile));
-    card.appendChild(el("p", "The interaction so far:"));
-    card.appendChild(el("pre", s.context));
-    if (s.rationale) {{ card.appendChild(el("p", "Reference risk: " + s.rationale)); }}
-    card.appendChild(el("p", DATA.target_title + ":"));
-    card.appendChild(el("pre", s.target, "target"));
-    const choices = el("div");
-    for (const option of DATA.options) {{
-      const lab = el("label"); const input = document.createElement("input");
-      input.type = "radio"; input.name = "s" + s.n; input.value = option; input.id = "s" + s.n + "-" + option;
-      input.checked = (state[s.sample_id] || {{}}).label === option;
-      input.addEventListener("change", () => {{ state[s.sample_id] = Object.assign(state[s.sample_id] || {{}},
-        {{label: option}}); save(); }});
-      lab.appendChild(input); lab.appendChild(document.createTextNode(" " + option)); choices.appendChild(lab);
-    }}
-    card.appendChild(choices);
-    const note = document.createElement("input"); note.type = "text"; note.placeholder = "note (optional)";
-    note.size = 60; note.id = "note-" + s.n; note.value = (state[s.sample_id] || {{}}).note || "";
-    note.addEventListener("input", () => {{ state[s.sample_id] = Object.assign(state[s.sample_id] || {{}},
-      {{note: note.value}}); save(); }});
-    card.appendChild(note);
-    root.appendChild(card);
-  }}
-  progress();
-}}
-function csvField(v) {{ return '"' + String(v === undefined || v === null ? "" : v).replace(/"/g, '""') + '"'; }}
-function exportCsv() {{
-  const lines = [["sample_id", "annotator", "axis", "label", "note"].join(",")];
-  for (const s of DATA.samples) {{
-    const v = state[s.sample_id];
-    if (v && v.label) {{ lines.push([s.sample_id, DATA.annotator, DATA.axis, v.label, v.note || ""]
-      .map(csvField).join(",")); }}
-  }}
-  return lines.join("\\n") + "\\n";
-}}
-document.getElementById("export").addEventListener("click", () => {{
-  const blob = new Blob([exportCsv()], {{type: "text/csv"}});
-  const a = document.createElement("a"); a.href = URL.createObjectURL(blob);
-  a.download = DATA.annotator + "_" + DATA.axis + ".csv"; document.body.appendChild(a); a.click(); a.remove();
-}});
-document.getElementById("clear").addEventListener("click", () => {{
-  if (confirm("Clear every label on this page?")) {{ state = {{}}; save(); location.reload(); }}
-}});
-render();
-</script>
-</body></html>
-"""
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PAGE_TEMPLATE = "annotation_page.html.j2"
+
+
+@functools.cache
+def _page_template():
+    """The page's Jinja2 template (aura_eval/templates/annotation_page.html.j2).
+
+    Samples, the annotator's name and the rubric are passed to it as values, never
+    made part of template source, so braces or "{%" in them are printed as text.
+    Autoescape is off because annotation_page escapes each value itself (html.escape,
+    and "</" in the JSON blob); keep_trailing_newline keeps the file's final newline.
+    """
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.get_template(PAGE_TEMPLATE)
+
 
 TARGET_TITLE = {"detection": "The agent's reasoning (label this)", "action_type": "The agent's action (label this)",
                 "action_safety": "The agent's action (label this)"}
@@ -176,17 +108,12 @@ TARGET_TITLE = {"detection": "The agent's reasoning (label this)", "action_type"
 
 def rubric_text(axis: str) -> str:
     """The judges' rubric for the axis (its prompt's system text), for people to read."""
-    from aura_eval.judging import PROMPTS
-    from aura_eval.prompts import load_prompt
-
-    text = load_prompt(PROMPTS[axis]).system.strip()
+    text = load_prompt(JUDGE_PROMPTS[axis]).system.strip()
     return text.split("\nAnswer with JSON only")[0].strip()
 
 
 def annotation_page(samples: list[dict], axis: str, annotator: str) -> str:
     """The self-contained page for one annotator and axis; no judge label is in it."""
-    from aura_eval.rollout import render_context
-
     page_samples = [{"n": n, "sample_id": s["sample_id"], "profile": s["profile"],
                      "context": render_context(s), "target": s["target"], "rationale": s["reference_rationale"]}
                     for n, s in enumerate(samples, start=1)]
@@ -194,8 +121,8 @@ def annotation_page(samples: list[dict], axis: str, annotator: str) -> str:
             "target_title": TARGET_TITLE[axis], "samples": page_samples}
     # Escape "</" so no text inside the data can close the script element.
     blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    return PAGE.format(axis_title=axis.replace("_", " "), annotator=html.escape(annotator),
-                       rubric=html.escape(rubric_text(axis)), data=blob)
+    return _page_template().render(axis_title=axis.replace("_", " "), annotator=html.escape(annotator),
+                                   rubric=html.escape(rubric_text(axis)), data=blob)
 
 
 # -- importing labels --------------------------------------------------------------
@@ -218,8 +145,6 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
     where data/human/adjudicated.csv gives it ("drop" removes the sample), else the
     annotators' majority; a tie without adjudication leaves it None (not retained).
     """
-    from aura_eval.stats import consensus, vote
-
     labels: dict[str, dict] = {sid: {} for sid in samples}
     seen: dict = {}
     for path in sorted(Path(p) for p in annotation_files):
@@ -246,9 +171,9 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
             sample = samples.get(row["sample_id"])
             if sample is None:
                 raise InputError(f"{where}: unknown sample id {row['sample_id']!r}")
-            if row["final_label"] not in AXIS_LABELS[sample["axis"]] + [DROP]:
+            if row["final_label"] not in [*AXIS_LABELS[sample["axis"]], DROP]:
                 raise InputError(f"{where}: final label {row['final_label']!r} is not one of "
-                                 f"{', '.join(AXIS_LABELS[sample['axis']] + [DROP])}")
+                                 f"{', '.join([*AXIS_LABELS[sample['axis']], DROP])}")
             if row["sample_id"] in adjudicated:
                 raise InputError(f"{where}: {row['sample_id']} adjudicated twice")
             adjudicated[row["sample_id"]] = row["final_label"]
@@ -271,8 +196,6 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
 def run_sample(panel_paths, rollout_paths, dataset_path, sizes: dict, out_paths: dict) -> dict:
     """validation_sample: one audit sample per axis from the panel's labels (the five-judge
     panel's where that run exists, as in paper F.1), written to out_paths[axis]."""
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-
     items = {i["item_id"]: i for i in read_jsonl(dataset_path)}
     rollouts = {(r["agent"], r["item_id"]): r for p in rollout_paths for r in read_jsonl(p)}
     panel = [r for p in panel_paths for r in read_jsonl(p) if r.get("format", "react") == "react"]
@@ -285,8 +208,6 @@ def run_sample(panel_paths, rollout_paths, dataset_path, sizes: dict, out_paths:
 
 
 def run_pages(sample_paths: dict, annotators: list[str], out_dir) -> list[Path]:
-    from aura_eval.jsonl import atomic_write_text, read_jsonl
-
     written = []
     for axis, path in sample_paths.items():
         samples = read_jsonl(path)
@@ -298,8 +219,6 @@ def run_pages(sample_paths: dict, annotators: list[str], out_dir) -> list[Path]:
 
 
 def run_import(sample_paths, annotation_files, adjudication_file, out_path) -> list[dict]:
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-
     samples = {s["sample_id"]: s for p in sample_paths for s in read_jsonl(p)}
     rows = import_labels(samples, annotation_files, adjudication_file)
     write_jsonl(out_path, rows, key="sample_id")

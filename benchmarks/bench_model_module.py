@@ -26,7 +26,8 @@ os.environ.setdefault("OPENAI_API_KEY", "dummy-key-for-benchmarks")
 
 import litellm  # noqa: E402
 
-from aura_eval.llm import Endpoint, ModelClient, Request  # noqa: E402
+from aura_eval.llm import Endpoint, Request  # noqa: E402
+from aura_eval.llm.client import ModelClient  # noqa: E402
 from tests.stub_server import serve_in_subprocess  # noqa: E402
 
 N_CALLS = int(os.environ.get("BENCH_CALLS", 640))

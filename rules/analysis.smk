@@ -1,61 +1,55 @@
 rule analysis_frame:
     input:
         labels=label_files(),
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
     output:
-        "results/analysis/labels_long.csv",
+        FILES["frame"],
     log:
         "logs/analysis_frame.log",
     params:
-        agents=config["agents"],
+        agents=canonical(config["agents"]),
     conda:
         "../envs/aura.yaml"
     script:
         "../scripts/analysis_frame.py"
 
 
-# One rule per table and per figure (named after its file), each a job of its own,
-# so redrawing one never recomputes another.
-for table_name in ANALYSIS_TABLES:
+# One rule per table and per figure of the registries (aura_eval/vocab.py), named after it,
+# each reading only the inputs its entry names, so redrawing one never recomputes another.
+for table in TABLES.values():
 
     rule:
         name:
-            table_name
+            table.name
         input:
-            frame="results/analysis/labels_long.csv",
-            dataset="results/dataset/aura_eval.jsonl",
-            subset="results/dataset/action_only_subset.jsonl",
-            five_judge=reliability_files("five_judge"),
-            vendor_swap=reliability_files("vendor_swap"),
-            human="results/validation/human_labels.jsonl",
+            **artefact_inputs(table),
         output:
-            csv=f"results/tables/{table_name}.csv",
-            md=f"results/tables/{table_name}.md",
+            **table.outputs("table"),
         log:
-            f"logs/tables/{table_name}.log",
+            f"logs/tables/{table.name}.log",
         params:
-            table=table_name,
+            name=table.name,
+            settings=config_values(table.config),
         conda:
             "../envs/aura.yaml"
         script:
-            "../scripts/analysis_table.py"
+            "../scripts/table.py"
 
 
-for figure_name in ANALYSIS_FIGURES:
+for figure in FIGURES.values():
 
     rule:
         name:
-            figure_name
+            figure.name
         input:
-            "results/analysis/labels_long.csv",
+            **artefact_inputs(figure),
         output:
-            png=f"results/figures/{figure_name}.png",
-            svg=f"results/figures/{figure_name}.svg",
+            **figure.outputs("figure"),
         log:
-            f"logs/figures/{figure_name}.log",
+            f"logs/figures/{figure.name}.log",
         params:
-            figure=figure_name,
+            name=figure.name,
         conda:
             "../envs/aura.yaml"
         script:
-            "../scripts/analysis_figure.py"
+            "../scripts/figure.py"

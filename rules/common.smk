@@ -1,40 +1,22 @@
 import glob
 import os
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT
+from aura_eval.vocab import RELIABILITY_KINDS, TABLES
+from aura_eval.vocab import parse_run, run_name
+from aura_eval import vocab
+from aura_eval.workflow_config import CONSTRUCTION_ROLES, ConfigError, canonical, check_config
 
+
+# References first (their message names the role and model), then the schema.
+try:
+    check_config(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 validate(config, schema="../schemas/config.schema.yaml")
-
-DOMAINS = ["Application", "Finance", "IoT", "Program", "Web"]
-ACTION_ONLY_SUFFIX = ".action_only"
-# The paper's tables and figures built from the labels (aura_eval/analysis.py, figures.py).
-ANALYSIS_TABLES = [
-    "table33_behaviour",
-    "table31_nsp_sp_gap",
-    "table32_matched_pairs_gap",
-    "table35_flips",
-    "table36_failure_mechanism",
-    "table37_top_unsafe",
-    "table38_prompt_format",
-    "table21_judge_accuracy",
-    "table22_accuracy_by_consensus",
-    "table23_ensembles",
-    "table24_vendor_swap",
-    "table29_composition",
-    "table3_human_reliability",
-    "table18_retention",
-    "table19_panel_strata",
-    "table20_human_agreement",
-]
-AXES = ["detection", "action_type", "action_safety"]
-ANALYSIS_FIGURES = [
-    "fig4_unsafe_by_detection",
-    "fig5_action_types",
-    "fig6_unsafe_by_dimension",
-    "fig7_detection_levels",
-    "fig8_detection_by_action",
-]
 
 
 wildcard_constraints:
@@ -43,27 +25,26 @@ wildcard_constraints:
     agent="[^/]+",
 
 
+# -- what a job reads of the config: only through params, canonical (sorted keys), so a
+# job reruns when, and only when, a value it uses changes ---------------------------------
+
+
 def model_threads():
     """Threads of a job that may run the embedded model: llama.cpp uses them all."""
     return min(2, workflow.cores)
-
-
-def rjudge_files():
-    return expand(
-        "{dir}/{domain}/{kind}.json",
-        dir=config["rjudge_dir"],
-        domain=DOMAINS,
-        kind=["harmful", "benign"],
-    )
 
 
 def as_list(names):
     return names if isinstance(names, list) else [names]
 
 
+def llm_settings():
+    return canonical(config["llm"])
+
+
 def model_entries(names):
-    """The config entries of the named models: a change to them reruns the jobs that use them."""
-    return {name: config["models"][name] for name in as_list(names)}
+    """The named models' config entries, in the role's order (a review panel's votes keep it)."""
+    return [canonical({"name": name, **config["models"][name]}) for name in as_list(names)]
 
 
 def role_models(role):
@@ -74,23 +55,76 @@ def judges():
     return as_list(config["roles"]["judges"])
 
 
-def runs():
-    """Every evaluated run: each agent in ReAct format, the action-only agents again."""
-    react = list(config["agents"])
-    return react + [a + ACTION_ONLY_SUFFIX for a in config["action_only"]["agents"]]
-
-
 def run_agent(wildcards):
-    return wildcards.run.removesuffix(ACTION_ONLY_SUFFIX)
+    return parse_run(wildcards.run)[0]
 
 
-def run_settings(wildcards):
-    agent = config["agents"][run_agent(wildcards)]
-    return {"agent": agent, "model": model_entries(agent["model"])}
+def run_model(wildcards):
+    return model_entries(config["agents"][run_agent(wildcards)]["model"])
+
+
+def run_output_format(wildcards):
+    return config["agents"][run_agent(wildcards)].get("output", "text")
+
+
+def run_items(wildcards):
+    """An action-only run reads the subset; a ReAct run the whole dataset (and not the subset)."""
+    return FILES["subset"] if parse_run(wildcards.run)[1] == ACTION_ONLY else FILES["dataset"]
+
+
+def run_prompt(wildcards):
+    return f"prompts/{AGENT_PROMPTS[(parse_run(wildcards.run)[1], run_output_format(wildcards))]}.yaml"
+
+
+def prompt_files(*prompt_ids, taxonomy=False):
+    """A stage's prompt files (and the dimension taxonomy where its prompts use it)."""
+    files = [f"prompts/{p}.yaml" for p in prompt_ids]
+    return files + (["prompts/taxonomy.yaml"] if taxonomy else [])
 
 
 def judge_model(wildcards):
     return model_entries(wildcards.judge)
+
+
+def reliability_settings(wildcards):
+    """Exactly what one reliability run uses (see aura_eval/reliability.py)."""
+    rel, roles = config["reliability"], config["roles"]
+    if wildcards.kind == "five_judge":
+        settings = {"panel": model_entries(roles["validation_judges"]), "calibration_items": rel["calibration_items"]}
+    elif wildcards.kind == "repeats":
+        settings = {"panel": model_entries(judges()), "calibration_items": rel["calibration_items"],
+                    "repeats": rel["repeats"]}
+    else:
+        settings = {"panel": model_entries(judges()), "replacement": model_entries(roles["replacement_judge"]),
+                    "agent_vendor": config["agents"][wildcards.agent]["vendor"], "items": rel["vendor_swap_items"]}
+    return canonical(settings)
+
+
+def reliability_labels(wildcards):
+    """Only the vendor swap compares with the panel's labels."""
+    return f"results/labels/{wildcards.agent}.jsonl" if wildcards.kind == "vendor_swap" else []
+
+
+def judge_prompt_files(*axes):
+    return [f"prompts/{JUDGE_PROMPTS[axis]}.yaml" for axis in axes]
+
+
+def config_values(keys):
+    return {key: canonical(config[key]) for key in keys}
+
+
+# -- the jobs of this run -----------------------------------------------------------------
+
+
+def rjudge_files():
+    return expand("{dir}/{domain}/{kind}.json", dir=config["rjudge_dir"], domain=DOMAINS,
+                  kind=["harmful", "benign"])
+
+
+def runs():
+    """Every evaluated run: each agent in ReAct format, the action-only agents again."""
+    return [run_name(a, REACT) for a in config["agents"]] + [
+        run_name(a, ACTION_ONLY) for a in config["action_only"]["agents"]]
 
 
 def phase1_files(wildcards):
@@ -110,26 +144,17 @@ def vendor_swap_agents():
     return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
 
 
-def reliability_files(kind):
-    """The reliability run `kind` for every agent it applies to (none when switched off)."""
+def reliability_agents(kind):
     rel = config["reliability"]
     if kind == "vendor_swap":
-        agents = vendor_swap_agents()
-    else:
-        on = rel["five_judge_panel"] if kind == "five_judge" else rel["repeats"] > 0
-        agents = list(config["agents"]) if on else []
-    return expand("results/reliability/{kind}/{agent}.jsonl", kind=kind, agent=agents)
+        return vendor_swap_agents()
+    on = rel["five_judge_panel"] if kind == "five_judge" else rel["repeats"] > 0
+    return list(config["agents"]) if on else []
 
 
-def reliability_outputs():
-    return [p for kind in ("five_judge", "repeats", "vendor_swap") for p in reliability_files(kind)]
-
-
-def reliability_models():
-    roles = config["roles"]
-    names = set(judges()) | set(as_list(roles.get("validation_judges", [])))
-    names |= set(as_list(roles.get("replacement_judge", [])))
-    return model_entries(sorted(names))
+def reliability_files(kind):
+    """The reliability run `kind` for every agent it applies to (none when switched off)."""
+    return expand("results/reliability/{kind}/{agent}.jsonl", kind=kind, agent=reliability_agents(kind))
 
 
 def audit_panel_files():
@@ -147,29 +172,49 @@ def human_adjudication_file():
     return [p for p in ["data/human/adjudicated.csv"] if os.path.exists(p)]
 
 
+def label_files():
+    return expand("results/labels/{run}.jsonl", run=runs())
+
+
+# Every model job's call log, by rule: the report counts calls, tokens and cache hits from them.
 CONSTRUCTION_STAGES = ["relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs"]
-
-
-def prompt_files(*prompt_ids, taxonomy=False):
-    """A stage's prompt files (and the dimension taxonomy where its prompts use it)."""
-    files = [f"prompts/{p}.yaml" for p in prompt_ids]
-    return files + (["prompts/taxonomy.yaml"] if taxonomy else [])
+CALL_LOGS = {
+    "tag_steps": "results/calls/tag_steps.jsonl",
+    **{stage: f"results/calls/construct/{stage}.jsonl" for stage in CONSTRUCTION_STAGES},
+    "rollout": "results/calls/rollout/{run}.jsonl",
+    "judge_detection_type": "results/calls/judge/{run}/detection_type/{judge}.jsonl",
+    "judge_safety": "results/calls/judge/{run}/safety/{judge}.jsonl",
+    "reliability": "results/calls/reliability/{kind}/{agent}.jsonl",
+}
 
 
 def call_logs():
-    """Every job's call log: the report counts calls, tokens and cache hits from them."""
-    logs = ["results/calls/tag_steps.jsonl"]
-    logs += expand("results/calls/construct/{stage}.jsonl", stage=CONSTRUCTION_STAGES)
-    logs += expand("results/calls/rollout/{run}.jsonl", run=runs())
-    for run in runs():
-        logs += expand("results/calls/judge/{run}/{phase}/{judge}.jsonl", run=run,
-                       phase=["detection_type", "safety"], judge=judges())
-    logs += [p.replace("results/reliability/", "results/calls/reliability/") for p in reliability_outputs()]
+    """The call log of every model job of this run, from CALL_LOGS and the run's jobs."""
+    logs = [CALL_LOGS[stage] for stage in ["tag_steps", *CONSTRUCTION_STAGES]]
+    logs += expand(CALL_LOGS["rollout"], run=runs())
+    for phase in ("judge_detection_type", "judge_safety"):
+        logs += expand(CALL_LOGS[phase], run=runs(), judge=judges())
+    for kind in RELIABILITY_KINDS:
+        logs += expand(CALL_LOGS["reliability"], kind=kind, agent=reliability_agents(kind))
     return logs
 
 
-def label_files():
-    return expand("results/labels/{run}.jsonl", run=runs())
+# -- tables and figures: each reads only the inputs its registry entry names -----------------
+
+FILE_LISTS = {"calls": call_logs, "labels": label_files, "five_judge": lambda: reliability_files("five_judge"),
+              "repeats": lambda: reliability_files("repeats"), "vendor_swap": lambda: reliability_files("vendor_swap")}
+assert set(FILE_LISTS) == set(vocab.FILE_LISTS), "aura_eval.vocab.FILE_LISTS and rules/common.smk disagree"
+
+
+def artefact_inputs(spec):
+    return {name: FILE_LISTS[name]() if name in FILE_LISTS else FILES[name] for name in spec.inputs}
+
+
+def report_inputs():
+    """Every table and figure of the registries."""
+    files = [path for spec in TABLES.values() for path in spec.outputs("table").values()]
+    files += [path for spec in FIGURES.values() for path in spec.outputs("figure").values()]
+    return files
 
 
 def get_final_output():

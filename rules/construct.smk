@@ -5,18 +5,19 @@
 
 rule relevance:
     input:
-        prefixes="results/prefixes/prefixes.jsonl",
+        prefixes=FILES["prefixes"],
         prompts=prompt_files("p2_dimension_relevance", taxonomy=True),
     output:
         relevance="results/construct/relevance.jsonl",
         candidates="results/construct/candidates.jsonl",
-        calls="results/calls/construct/relevance.jsonl",
+        calls=CALL_LOGS["relevance"],
     threads: model_threads()
     log:
         "logs/construct/relevance.log",
     params:
+        llm=llm_settings(),
         models=role_models("relevance"),
-        settings=config["construction"],
+        max_per_prefix=config["construction"]["max_candidates_per_prefix"],
     conda:
         "../envs/aura.yaml"
     script:
@@ -26,15 +27,16 @@ rule relevance:
 rule vary:
     input:
         candidates="results/construct/candidates.jsonl",
-        prefixes="results/prefixes/prefixes.jsonl",
+        prefixes=FILES["prefixes"],
         prompts=prompt_files("p3_intensity_variation", "p4_context_variation", taxonomy=True),
     output:
         variations="results/construct/variations.jsonl",
-        calls="results/calls/construct/vary.jsonl",
+        calls=CALL_LOGS["vary"],
     threads: model_threads()
     log:
         "logs/construct/vary.log",
     params:
+        llm=llm_settings(),
         models=role_models("generator"),
     conda:
         "../envs/aura.yaml"
@@ -45,15 +47,16 @@ rule vary:
 rule review_variations:
     input:
         variations="results/construct/variations.jsonl",
-        prefixes="results/prefixes/prefixes.jsonl",
+        prefixes=FILES["prefixes"],
         prompts=prompt_files("p5_intensity_review", "p6_context_review", taxonomy=True),
     output:
         reviews="results/construct/variation_reviews.jsonl",
-        calls="results/calls/construct/review_variations.jsonl",
+        calls=CALL_LOGS["review_variations"],
     threads: model_threads()
     log:
         "logs/construct/review_variations.log",
     params:
+        llm=llm_settings(),
         models=role_models("reviewers"),
     conda:
         "../envs/aura.yaml"
@@ -63,17 +66,18 @@ rule review_variations:
 
 rule classify:
     input:
-        prefixes="results/prefixes/prefixes.jsonl",
+        prefixes=FILES["prefixes"],
         variations="results/construct/variations.jsonl",
         reviews="results/construct/variation_reviews.jsonl",
         prompts=prompt_files("p7_pair_classification"),
     output:
         pool="results/construct/pool.jsonl",
-        calls="results/calls/construct/classify.jsonl",
+        calls=CALL_LOGS["classify"],
     threads: model_threads()
     log:
         "logs/construct/classify.log",
     params:
+        llm=llm_settings(),
         models=role_models("classifier"),
     conda:
         "../envs/aura.yaml"
@@ -84,15 +88,16 @@ rule classify:
 rule generate_pairs:
     input:
         pool="results/construct/pool.jsonl",
-        seeds="results/seeds/seeds.jsonl",
+        seeds=FILES["seeds"],
         prompts=prompt_files("p8_pair_generation"),
     output:
         pairs="results/construct/pairs.jsonl",
-        calls="results/calls/construct/generate_pairs.jsonl",
+        calls=CALL_LOGS["generate_pairs"],
     threads: model_threads()
     log:
         "logs/construct/generate_pairs.log",
     params:
+        llm=llm_settings(),
         models=role_models("pair_generator"),
     conda:
         "../envs/aura.yaml"
@@ -107,11 +112,12 @@ rule review_pairs:
         prompts=prompt_files("p9_pair_review"),
     output:
         reviews="results/construct/pair_reviews.jsonl",
-        calls="results/calls/construct/review_pairs.jsonl",
+        calls=CALL_LOGS["review_pairs"],
     threads: model_threads()
     log:
         "logs/construct/review_pairs.log",
     params:
+        llm=llm_settings(),
         models=role_models("pair_reviewers"),
     conda:
         "../envs/aura.yaml"
@@ -121,7 +127,7 @@ rule review_pairs:
 
 rule release:
     input:
-        prefixes="results/prefixes/prefixes.jsonl",
+        prefixes=FILES["prefixes"],
         relevance="results/construct/relevance.jsonl",
         candidates="results/construct/candidates.jsonl",
         variations="results/construct/variations.jsonl",
@@ -130,34 +136,16 @@ rule release:
         pairs="results/construct/pairs.jsonl",
         pair_reviews="results/construct/pair_reviews.jsonl",
     output:
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
         excluded="results/dataset/excluded.jsonl",
-        card="results/dataset/README.md",
-        funnel="results/construct/funnel.json",
+        card=FILES["card"],
+        funnel=FILES["funnel"],
     log:
         "logs/construct/release.log",
     params:
-        settings=config["construction"],
-        roles=config["roles"],
+        settings=canonical(config["construction"]),
+        roles=canonical({role: config["roles"][role] for role in CONSTRUCTION_ROLES}),
     conda:
         "../envs/aura.yaml"
     script:
         "../scripts/construct_release.py"
-
-
-rule tables_construction:
-    input:
-        "results/construct/funnel.json",
-    output:
-        funnel_csv="results/tables/construction_funnel.csv",
-        funnel_md="results/tables/construction_funnel.md",
-        losses_csv="results/tables/construction_losses.csv",
-        losses_md="results/tables/construction_losses.md",
-        dimensions_csv="results/tables/variations_by_dimension.csv",
-        dimensions_md="results/tables/variations_by_dimension.md",
-    log:
-        "logs/tables_construction.log",
-    conda:
-        "../envs/aura.yaml"
-    script:
-        "../scripts/tables_construction.py"

@@ -1,8 +1,8 @@
 rule action_only_subset:
     input:
-        "results/dataset/aura_eval.jsonl",
+        FILES["dataset"],
     output:
-        "results/dataset/action_only_subset.jsonl",
+        FILES["subset"],
     log:
         "logs/action_only_subset.log",
     params:

@@ -1,17 +1,17 @@
 rule rollout:
     input:
-        dataset="results/dataset/aura_eval.jsonl",
-        subset="results/dataset/action_only_subset.jsonl",
-        prompts=["prompts/agent_react.yaml", "prompts/agent_action_only.yaml",
-                 "prompts/agent_react_json.yaml", "prompts/agent_action_only_json.yaml"],
+        items_file=run_items,
+        prompt=run_prompt,
     output:
         rollouts="results/rollouts/{run}.jsonl",
-        calls="results/calls/rollout/{run}.jsonl",
+        calls=CALL_LOGS["rollout"],
     threads: model_threads()
     log:
         "logs/rollout/{run}.log",
     params:
-        settings=run_settings,
+        llm=llm_settings(),
+        model=run_model,
+        output=run_output_format,
     conda:
         "../envs/aura.yaml"
     script:
@@ -20,16 +20,17 @@ rule rollout:
 
 rule judge_detection_type:
     input:
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
         rollouts="results/rollouts/{run}.jsonl",
-        prompts=["prompts/judge_detection.yaml", "prompts/judge_action_type.yaml"],
+        prompts=judge_prompt_files("detection", "action_type"),
     output:
         judgments="results/judgments/{run}/detection_type/{judge}.jsonl",
-        calls="results/calls/judge/{run}/detection_type/{judge}.jsonl",
+        calls=CALL_LOGS["judge_detection_type"],
     threads: model_threads()
     log:
         "logs/judge/{run}/detection_type/{judge}.log",
     params:
+        llm=llm_settings(),
         judge_model=judge_model,
     conda:
         "../envs/aura.yaml"
@@ -40,16 +41,17 @@ rule judge_detection_type:
 rule judge_safety:
     input:
         phase1=phase1_files,
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
         rollouts="results/rollouts/{run}.jsonl",
-        prompt="prompts/judge_action_safety.yaml",
+        prompt=judge_prompt_files("action_safety"),
     output:
         judgments="results/judgments/{run}/{judge}.jsonl",
-        calls="results/calls/judge/{run}/safety/{judge}.jsonl",
+        calls=CALL_LOGS["judge_safety"],
     threads: model_threads()
     log:
         "logs/judge/{run}/safety/{judge}.log",
     params:
+        llm=llm_settings(),
         judge_model=judge_model,
         judges=judges(),
     conda:

@@ -1,14 +1,15 @@
 rule tag_steps:
     input:
-        seeds="results/seeds/seeds.jsonl",
+        seeds=FILES["seeds"],
         prompt="prompts/p1_step_tagging.yaml",
     output:
-        tags="results/prefixes/tags.jsonl",
-        calls="results/calls/tag_steps.jsonl",
+        tags=FILES["tags"],
+        calls=CALL_LOGS["tag_steps"],
     threads: model_threads()
     log:
         "logs/tag_steps.log",
     params:
+        llm=llm_settings(),
         models=role_models("tagger"),
     conda:
         "../envs/aura.yaml"
@@ -18,10 +19,10 @@ rule tag_steps:
 
 rule truncate_prefixes:
     input:
-        seeds="results/seeds/seeds.jsonl",
-        tags="results/prefixes/tags.jsonl",
+        seeds=FILES["seeds"],
+        tags=FILES["tags"],
     output:
-        "results/prefixes/prefixes.jsonl",
+        FILES["prefixes"],
     log:
         "logs/truncate_prefixes.log",
     conda:

@@ -1,22 +1,20 @@
 rule reliability:
     input:
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
         rollouts="results/rollouts/{agent}.jsonl",
-        labels="results/labels/{agent}.jsonl",
-        prompts=["prompts/judge_detection.yaml", "prompts/judge_action_type.yaml",
-                 "prompts/judge_action_safety.yaml"],
+        labels=reliability_labels,
+        prompts=judge_prompt_files(*AXES),
     output:
         rows="results/reliability/{kind}/{agent}.jsonl",
-        calls="results/calls/reliability/{kind}/{agent}.jsonl",
+        calls=CALL_LOGS["reliability"],
     threads: model_threads()
     log:
         "logs/reliability/{kind}/{agent}.log",
     wildcard_constraints:
-        kind="five_judge|repeats|vendor_swap",
+        kind="|".join(RELIABILITY_KINDS),
     params:
-        roles=config["roles"],
-        judge_models=reliability_models(),
-        settings=config["reliability"],
+        llm=llm_settings(),
+        settings=reliability_settings,
     conda:
         "../envs/aura.yaml"
     script:

@@ -2,7 +2,7 @@ rule select_seeds:
     input:
         rjudge_files(),
     output:
-        "results/seeds/seeds.jsonl",
+        FILES["seeds"],
     log:
         "logs/select_seeds.log",
     params:

@@ -2,13 +2,13 @@ rule validation_sample:
     input:
         panel=audit_panel_files(),
         rollouts=expand("results/rollouts/{agent}.jsonl", agent=config["agents"]),
-        dataset="results/dataset/aura_eval.jsonl",
+        dataset=FILES["dataset"],
     output:
         **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
     log:
         "logs/validation_sample.log",
     params:
-        sizes=config["validation"]["sample_sizes"],
+        sizes=canonical(config["validation"]["sample_sizes"]),
     conda:
         "../envs/aura.yaml"
     script:
@@ -18,7 +18,7 @@ rule validation_sample:
 rule annotation_pages:
     input:
         **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
-        rubrics=expand("prompts/judge_{axis}.yaml", axis=["detection", "action_type", "action_safety"]),
+        rubrics=judge_prompt_files(*AXES),
     output:
         expand(
             "results/validation/annotation/{annotator}_{axis}.html",
@@ -37,11 +37,11 @@ rule annotation_pages:
 
 rule import_human_labels:
     input:
-        samples=expand("results/validation/sample_{axis}.jsonl", axis=AXES),
+        samples=[f"results/validation/sample_{axis}.jsonl" for axis in AXES],
         annotations=human_annotation_files(),
         adjudicated=human_adjudication_file(),
     output:
-        "results/validation/human_labels.jsonl",
+        FILES["human"],
     log:
         "logs/import_human_labels.log",
     conda:

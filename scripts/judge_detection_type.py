@@ -3,9 +3,8 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import judging  # noqa: E402
-from aura_eval.llm import local  # noqa: E402
 
-local.set_threads(snakemake.threads)
-
-judging.run_phase1(snakemake.input.dataset, snakemake.input.rollouts, snakemake.output.judgments,
-                   snakemake.output.calls, snakemake.config, snakemake.wildcards.run, snakemake.wildcards.judge)
+counts = judging.run_phase1(snakemake.input.dataset, snakemake.input.rollouts, snakemake.output.judgments,
+                            snakemake.output.calls, snakemake.params.llm, snakemake.wildcards.run,
+                            snakemake.params.judge_model, snakemake.threads)
+print(f"judge_detection_type: {counts}", file=sys.stderr)

@@ -3,10 +3,9 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import judging  # noqa: E402
-from aura_eval.llm import local  # noqa: E402
 
-local.set_threads(snakemake.threads)
-
-judging.run_phase2(snakemake.input.dataset, snakemake.input.rollouts,
-                   dict(zip(snakemake.params.judges, snakemake.input.phase1)), snakemake.output.judgments,
-                   snakemake.output.calls, snakemake.config, snakemake.wildcards.run, snakemake.wildcards.judge)
+counts = judging.run_phase2(snakemake.input.dataset, snakemake.input.rollouts,
+                            dict(zip(snakemake.params.judges, snakemake.input.phase1)), snakemake.output.judgments,
+                            snakemake.output.calls, snakemake.params.llm, snakemake.wildcards.run,
+                            snakemake.params.judge_model, snakemake.threads)
+print(f"judge_safety: {counts}", file=sys.stderr)

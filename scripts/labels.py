@@ -4,5 +4,6 @@ sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import judging  # noqa: E402
 
-judging.run_labels(snakemake.input.rollouts, dict(zip(snakemake.params.judges, snakemake.input.judgments)),
-                   snakemake.output[0])
+counts = judging.run_labels(snakemake.input.rollouts, dict(zip(snakemake.params.judges, snakemake.input.judgments)),
+                            snakemake.output[0])
+print(f"labels: {counts}", file=sys.stderr)

@@ -3,8 +3,7 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import tagging  # noqa: E402
-from aura_eval.llm import local  # noqa: E402
 
-local.set_threads(snakemake.threads)
-
-tagging.run(snakemake.input.seeds, snakemake.output.tags, snakemake.output.calls, snakemake.config)
+counts = tagging.run(snakemake.input.seeds, snakemake.output.tags, snakemake.output.calls, snakemake.params.llm,
+                     snakemake.params.models, snakemake.threads)
+print(f"tag_steps: {counts}", file=sys.stderr)

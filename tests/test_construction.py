@@ -6,8 +6,9 @@ import pytest
 
 from aura_eval.construct import pairing, release, variation
 from aura_eval.construct.common import assemble, gate, panel_decision, prefix_valid, rewrite_schema
-from aura_eval.llm.client import parse_json
-from aura_eval.prompts import load_prompt, load_taxonomy
+from aura_eval.llm.types import parse_json
+from aura_eval.prompts import load_prompt
+from aura_eval.vocab import load_taxonomy
 
 STEPS = [
     {"index": 0, "turn": 0, "role": "user", "content": "Delete the old logs in /var/app."},

@@ -2,8 +2,9 @@
 
 import pytest
 
-from aura_eval import rollout
-from aura_eval.dataset import action_only_subset, instruction
+from aura_eval import rollout, vocab
+from aura_eval.construct.release import instruction
+from aura_eval.dataset import action_only_subset
 from aura_eval.judging import final_labels, panel_action_types
 from aura_eval.llm import Endpoint
 from aura_eval.prompts import load_prompt
@@ -29,11 +30,11 @@ def fixture_items(rjudge_dir):
     return items
 
 
-@pytest.mark.parametrize("prompt_id", sorted(set(rollout.PROMPTS.values())))
+@pytest.mark.parametrize("prompt_id", sorted(set(vocab.AGENT_PROMPTS.values())))
 def test_agent_prompt_never_contains_construction_fields(fixture_items, prompt_id):
     prompt = load_prompt(prompt_id)
     endpoint = Endpoint(name="a", model="openai/x")
-    requests = rollout.rollout_requests(fixture_items, endpoint, prompt, "a")
+    requests = [rollout.rollout_request(item, endpoint, prompt, "a") for item in fixture_items]
     assert len(requests) == 157
     for item, request in zip(fixture_items, requests):
         text = "\n".join(m["content"] for m in request.messages)
@@ -61,8 +62,8 @@ def test_split_output(text, fmt, expected):
 
 
 def test_run_names_round_trip():
-    assert rollout.parse_run(rollout.run_name("gpt-5.4", "action_only")) == ("gpt-5.4", "action_only")
-    assert rollout.parse_run("gpt-5.4") == ("gpt-5.4", "react")
+    assert vocab.parse_run(vocab.run_name("gpt-5.4", "action_only")) == ("gpt-5.4", "action_only")
+    assert vocab.parse_run("gpt-5.4") == ("gpt-5.4", "react")
 
 
 @pytest.mark.parametrize("labels, rule, expected", [

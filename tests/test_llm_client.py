@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from aura_eval.llm import CacheMissError, Endpoint, ModelClient, Request
+from aura_eval.llm import CacheMissError, Endpoint, Request
+from aura_eval.llm.client import ModelClient
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.prompts import Prompt
 

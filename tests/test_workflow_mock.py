@@ -10,7 +10,7 @@ import yaml
 
 from aura_eval.jsonl import read_jsonl
 from tests.stub_server import STUB_TEXT, StubServer, schema_answer
-from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, scratch_copy, snakemake, write_mock_config
+from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, planned_jobs, scratch_copy, snakemake, suite_config
 
 
 def _answer(body: dict) -> str:
@@ -24,7 +24,7 @@ def mock_run(tmp_path_factory):
     with StubServer() as server:
         server.state.responder = _answer
         work = scratch_copy(tmp_path_factory.mktemp("mock"))
-        config = write_mock_config(work, server.api_base)
+        config = suite_config(work, "mock.yaml", server.api_base)
         snakemake(work, "--configfile", str(config))
         yield work, config
 
@@ -143,6 +143,57 @@ def test_reliability_runs(mock_run):
     assert all(r["original_safety"] == r["replaced_safety"] == "Safe" for r in swap)
 
 
+# The tables and figures that read the labels (through the frame, the call logs, the reliability
+# runs or the human-validation chain); the construction and seed tables do not.
+FRAME_TABLES = {"table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
+                "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format"}
+FIGURES = {"fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dimension", "fig7_detection_levels",
+           "fig8_detection_by_action"}
+HUMAN_TABLES = {"table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement",
+                "table21_judge_accuracy", "table22_accuracy_by_consensus", "table23_ensembles"}
+CALL_TABLES = {"model_calls", "run_summary"}
+
+
+def _one_each(names) -> dict:
+    return {name: 1 for name in names}
+
+
+def test_action_only_size_reruns_only_the_action_only_runs(mock_run):
+    """A new action-only subset size reruns the subset, the action-only run and what reads it."""
+    work, config = mock_run
+    settings = yaml.safe_load(config.read_text())
+    settings["action_only"]["n_items"] = 2
+    changed = work / "config" / "mock-subset.yaml"
+    changed.write_text(yaml.safe_dump(settings, sort_keys=False))
+    assert planned_jobs(work, "--configfile", str(changed)) == {
+        "action_only_subset": 1, "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1,
+        "analysis_frame": 1, "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES),
+        "report": 1, "all": 1}
+
+
+def test_human_labels_rerun_only_the_human_validation_tables(mock_run):
+    work, config = mock_run
+    annotations = work / "data/human/annotations/annotator-9.csv"
+    annotations.write_text("sample_id,annotator,axis,label,note\n")
+    try:
+        assert planned_jobs(work, "--configfile", str(config)) == {
+            "import_human_labels": 1, **_one_each(HUMAN_TABLES), "report": 1, "all": 1}
+    finally:
+        annotations.unlink()
+
+
+def test_reordered_config_reruns_nothing(mock_run):
+    """Params are canonical: the same values in another key order change no job."""
+    work, config = mock_run
+    settings = yaml.safe_load(config.read_text())
+
+    def reverse(value):
+        return {k: reverse(value[k]) for k in reversed(list(value))} if isinstance(value, dict) else value
+    reordered = work / "config" / "mock-reordered.yaml"
+    reordered.write_text(yaml.safe_dump(reverse(settings), sort_keys=False))
+    assert planned_jobs(work, "--configfile", str(reordered)) == {}
+
+
 def test_adding_a_model_runs_only_its_jobs(mock_run):
     work, config = mock_run
     settings = yaml.safe_load(config.read_text())
@@ -151,18 +202,13 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
                                        "output": "json"}
     bigger = work / "config" / "mock-plus.yaml"
     bigger.write_text(yaml.safe_dump(settings, sort_keys=False))
-    dry = snakemake(work, "--configfile", str(bigger), "-n", "--quiet", "rules")
-    jobs = {}
-    for line in dry.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            jobs[parts[0]] = int(parts[1])
-    # Its own jobs, then every aggregate: all tables and figures are rebuilt, nothing else runs.
-    tables = {name: jobs.pop(name) for name in list(jobs) if name.startswith(("table", "fig", "construction"))}
-    assert len(tables) == 16 + 5 + 2 and set(tables.values()) == {1}  # every table and figure, once
-    assert jobs == {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
-                    "analysis_frame": 1, "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1,
-                    "report": 1, "all": 1, "total": 39}
+    # Its own jobs, then the tables and figures that read labels; the construction tables, the
+    # seed tables, Table 29 and the vendor swap (no judge shares its vendor) stay as they are.
+    assert planned_jobs(work, "--configfile", str(bigger)) == {
+        "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
+        "analysis_frame": 1, "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1,
+        "evaluation_summary": 1, "five_judge_panel": 1, "judge_consistency": 1,
+        **_one_each(FRAME_TABLES | FIGURES | HUMAN_TABLES | CALL_TABLES), "report": 1, "all": 1}
     snakemake(work, "--configfile", str(bigger))
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text()

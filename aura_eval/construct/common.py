@@ -12,17 +12,9 @@ and the gate still checks the assembled trajectory against the original.
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING
-
-from aura_eval.dataset import DIMENSIONS as ITEM_DIMENSIONS
-from aura_eval.stats import vote
-
-if TYPE_CHECKING:
-    from aura_eval.llm import Result
-
-EDITABLE_ROLES = ("user", "environment")
-DIMENSIONS = ITEM_DIMENSIONS[1:]  # the varied ones: RS1-RS6, SD1-SD5
+from aura_eval.llm.types import Result
+from aura_eval.panel import answer, ballot, tally
+from aura_eval.vocab import EDITABLE_ROLES
 
 
 def editable_indices(steps: list[dict]) -> list[int]:
@@ -123,36 +115,22 @@ def prefix_valid(truncated: list[dict], full: list[dict]) -> str | None:
 
 def panel_decision(votes: list[bool | None]) -> dict:
     """A strict majority of the whole panel keeps; an unparseable vote (None) keeps nothing."""
-    return {"kept": vote(votes, "majority") is True, "keep_votes": sum(v is True for v in votes),
+    return {"kept": tally(votes)["label"] is True, "keep_votes": sum(v is True for v in votes),
             "reject_votes": sum(v is False for v in votes), "unparseable_votes": sum(v is None for v in votes)}
 
 
-def panel_requests(item_id: str, prompt, messages: list[dict], reviewers, role: str) -> list:
-    """One review request per panel member, the same messages for each."""
-    from aura_eval.llm import Request
-
-    return [Request(item_id=item_id, endpoint=ep, prompt_id=prompt.id, prompt_version=prompt.version, role=role,
-                    schema=prompt.schema, messages=messages) for ep in reviewers]
-
-
-def panel_rows(reviewed: list[dict], results: list[Result], n_reviewers: int, criteria: tuple[str, ...],
-               fields: tuple[str, ...]) -> list[dict]:
-    """Per reviewed row (its `fields` copied): the panel decision and every vote, from
-    results ordered row by row, reviewer by reviewer."""
-    rows = []
-    for k, item in enumerate(reviewed):
-        votes = review_votes(results[k * n_reviewers:(k + 1) * n_reviewers], criteria)
-        rows.append({**{f: item[f] for f in fields}, **panel_decision([v["keep"] for v in votes]), "votes": votes})
-    return rows
+def review_row(item: dict, results: list[Result], criteria: tuple[str, ...], fields: tuple[str, ...]) -> dict:
+    """One reviewed row (its `fields` copied): the panel decision and every member's vote."""
+    votes = review_votes(results, criteria)
+    return {**{f: item[f] for f in fields}, **panel_decision([v["keep"] for v in votes]), "votes": votes}
 
 
 def review_votes(results: list[Result], criteria: tuple[str, ...]) -> list[dict]:
     """Each reviewer's vote with its criteria and the call's provenance."""
     votes = []
     for result in results:
-        parsed = result.parsed or {}
-        votes.append({"reviewer": result.request.endpoint.name,
-                      "keep": parsed.get("keep") if result.status == "ok" else None,
+        parsed = answer(result)
+        votes.append({"reviewer": result.request.endpoint.name, "keep": ballot(result, "keep"),
                       "criteria": {c: parsed.get(c) for c in criteria} if result.status == "ok" else None,
                       "reason": parsed.get("reason"), **result.provenance()})
     return votes
@@ -162,14 +140,3 @@ def vote_summary(review: dict) -> list[dict]:
     """Each reviewer's vote, as an item's provenance keeps it."""
     return [{"reviewer": v["reviewer"], "model": v["model"], "keep": v["keep"], "status": v["status"]}
             for v in review["votes"]]
-
-
-def run_stage(config: dict, stage: str, requests, calls_path, progress: bool = True) -> list[Result]:
-    """Every request of one stage through the model module; the call log written."""
-    from aura_eval.llm import ModelClient
-
-    client = ModelClient(config["llm"], stage=stage, progress=progress)
-    results = client.run(requests)
-    client.write_call_log(calls_path)
-    print(f"{stage}: {len(requests)} requests, {client.calls_made} calls made", file=sys.stderr)
-    return results

@@ -9,13 +9,14 @@ two share the pair id `pair:<source item id>`.
 
 from __future__ import annotations
 
-from aura_eval.construct.common import (assemble, editable_indices, gate, narrowed, panel_requests, panel_rows,
-                                        prefix_valid, run_stage, vote_summary)
-from aura_eval.dataset import NSP, SP
+from aura_eval.construct.common import assemble, editable_indices, gate, narrowed, prefix_valid, review_row, vote_summary
+from aura_eval.jsonl import read_jsonl
+from aura_eval.llm.types import Request, endpoints
+from aura_eval.panel import member_requests
 from aura_eval.prompts import load_prompt
+from aura_eval.stage import run_stage
 from aura_eval.tagging import render_steps
-
-OPPOSITE = {NSP: SP, SP: NSP}
+from aura_eval.vocab import NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
                          "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
 PAIR_CRITERIA = ("achieves_label", "agent_steps_preserved", "minimal_in_domain", "realistic_consistent",
@@ -27,8 +28,8 @@ def pool_items(prefixes: list[dict], variations: list[dict], reviews: list[dict]
     by_prefix = {p["prefix_id"]: p for p in prefixes}
     pool = []
     for p in prefixes:
-        pool.append({"item_id": f"{p['prefix_id']}.original", "prefix_id": p["prefix_id"], "seed_id": p["seed_id"],
-                     "domain": p["domain"], "decision_point": p["decision_point"], "dimension": "original",
+        pool.append({"item_id": item_id(p["prefix_id"], ORIGINAL), "prefix_id": p["prefix_id"], "seed_id": p["seed_id"],
+                     "domain": p["domain"], "decision_point": p["decision_point"], "dimension": ORIGINAL,
                      "profile": p["profile"], "steps": p["steps"], "origin": {"kind": "original"}})
     kept = {r["variation_id"]: r for r in reviews if r["kept"]}
     for v in variations:
@@ -69,21 +70,19 @@ def classification_row(item: dict, result) -> dict:
                                        **result.provenance()}}
 
 
-def run_classification(prefixes_path, variations_path, reviews_path, pool_path, calls_path, config,
-                       progress=True) -> dict:
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import Request, endpoints_for_role
+def classification_request(item: dict, prompt, endpoint) -> Request:
+    return Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
+                   role="classifier", schema=prompt.schema,
+                   messages=prompt.messages(profile=item["profile"], trajectory=render_steps(item["steps"])))
 
+
+def run_classification(prefixes_path, variations_path, reviews_path, pool_path, calls_path, llm,
+                       model: list[dict], threads=None, progress=True) -> dict:
     pool = pool_items(read_jsonl(prefixes_path), read_jsonl(variations_path), read_jsonl(reviews_path))
     prompt = load_prompt("p7_pair_classification")
-    (endpoint,) = endpoints_for_role(config, "classifier")
-    requests = [Request(item_id=i["item_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
-                        role="classifier", schema=prompt.schema,
-                        messages=prompt.messages(profile=i["profile"], trajectory=render_steps(i["steps"])))
-                for i in pool]
-    results = run_stage(config, "classify", requests, calls_path, progress)
-    rows = [classification_row(i, r) for i, r in zip(pool, results)]
-    write_jsonl(pool_path, rows, key="item_id")
+    (endpoint,) = endpoints(model)
+    rows = run_stage("classify", llm, pool, lambda i: classification_request(i, prompt, endpoint),
+                     classification_row, pool_path, "item_id", calls_path, threads, progress)
     return {"pool": len(rows), "complete": sum(r["classification"]["complete"] for r in rows),
             "pairable": sum(r["classification"]["pairable"] for r in rows)}
 
@@ -95,9 +94,7 @@ def full_trajectory(item: dict, seed: dict) -> list[dict]:
     return item["steps"] + seed["steps"][len(item["steps"]):]
 
 
-def pair_request(item: dict, seed: dict, prompt, endpoint):
-    from aura_eval.llm import Request
-
+def pair_request(item: dict, seed: dict, prompt, endpoint) -> Request:
     c, full = item["classification"], full_trajectory(item, seed)
     values = {"profile": item["profile"], "source_label": c["pair_label"], "target_label": OPPOSITE[c["pair_label"]],
               "rationale": c["reference_rationale"], "flip_kind": c["flip_kind"],
@@ -132,8 +129,8 @@ def pair_row(item: dict, seed: dict, result) -> dict:
     else:
         truncated, full, rejection = check_pair(item, seed, result.parsed, target)
     parsed = result.parsed or {}
-    return {"item_id": f"{item['item_id']}.pair", "source_item_id": item["item_id"],
-            "pair_id": f"pair:{item['item_id']}", "prefix_id": item["prefix_id"], "seed_id": item["seed_id"],
+    return {"item_id": counterpart_item_id(item["item_id"]), "source_item_id": item["item_id"],
+            "pair_id": pair_id(item["item_id"]), "prefix_id": item["prefix_id"], "seed_id": item["seed_id"],
             "dimension": item["dimension"], "source_label": source_label, "pair_label": target,
             "flip_kind": item["classification"]["flip_kind"], "passed_checks": rejection is None,
             "rejection": rejection, "steps": truncated if rejection is None else None,
@@ -143,18 +140,15 @@ def pair_row(item: dict, seed: dict, result) -> dict:
             "unsafe_explanation": parsed.get("unsafe_explanation"), **result.provenance()}
 
 
-def run_pair_generation(pool_path, seeds_path, pairs_path, calls_path, config, progress=True) -> dict:
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import endpoints_for_role
-
+def run_pair_generation(pool_path, seeds_path, pairs_path, calls_path, llm, model: list[dict], threads=None,
+                        progress=True) -> dict:
     items = [i for i in read_jsonl(pool_path) if i["classification"]["pairable"]]
     seeds = {s["seed_id"]: s for s in read_jsonl(seeds_path)}
     prompt = load_prompt("p8_pair_generation")
-    (endpoint,) = endpoints_for_role(config, "pair_generator")
-    results = run_stage(config, "generate_pairs",
-                        [pair_request(i, seeds[i["seed_id"]], prompt, endpoint) for i in items], calls_path, progress)
-    rows = [pair_row(i, seeds[i["seed_id"]], r) for i, r in zip(items, results)]
-    write_jsonl(pairs_path, rows, key="item_id")
+    (endpoint,) = endpoints(model)
+    rows = run_stage("generate_pairs", llm, items, lambda i: pair_request(i, seeds[i["seed_id"]], prompt, endpoint),
+                     lambda i, result: pair_row(i, seeds[i["seed_id"]], result), pairs_path, "item_id", calls_path,
+                     threads, progress)
     return {"pair_candidates": len(rows), "parseable": sum(r["status"] == "ok" for r in rows),
             "passed_checks": sum(r["passed_checks"] for r in rows)}
 
@@ -167,30 +161,23 @@ def _sketch_text(pair: dict) -> tuple[str, str]:
     return "Why no safe fulfilling action exists", pair["unsafe_explanation"] or "(none)"
 
 
-def pair_review_requests(pairs, pool: dict, prompt, reviewers):
-    requests = []
-    for pair in pairs:
-        source = pool[pair["source_item_id"]]
-        heading, sketches = _sketch_text(pair)
-        messages = prompt.messages(profile=source["profile"], source_label=pair["source_label"],
-                                   target_label=pair["pair_label"], original=render_steps(source["steps"]),
-                                   rewrite=render_steps(pair["steps"]), full_rewrite=render_steps(pair["full_steps"]),
-                                   rationale=pair["reference_rationale"], sketch_heading=heading, sketches=sketches)
-        requests += panel_requests(pair["item_id"], prompt, messages, reviewers, "pair_reviewer")
-    return requests
+def pair_review_requests(pair: dict, pool: dict, prompt, reviewers) -> list[Request]:
+    source = pool[pair["source_item_id"]]
+    heading, sketches = _sketch_text(pair)
+    messages = prompt.messages(profile=source["profile"], source_label=pair["source_label"],
+                               target_label=pair["pair_label"], original=render_steps(source["steps"]),
+                               rewrite=render_steps(pair["steps"]), full_rewrite=render_steps(pair["full_steps"]),
+                               rationale=pair["reference_rationale"], sketch_heading=heading, sketches=sketches)
+    return member_requests(pair["item_id"], reviewers, prompt, messages, "pair_reviewer")
 
 
-def run_pair_reviews(pairs_path, pool_path, reviews_path, calls_path, config, progress=True) -> dict:
-    from aura_eval.jsonl import read_jsonl, write_jsonl
-    from aura_eval.llm import endpoints_for_role
-
+def run_pair_reviews(pairs_path, pool_path, reviews_path, calls_path, llm, models: list[dict], threads=None,
+                     progress=True) -> dict:
     pairs = [p for p in read_jsonl(pairs_path) if p["passed_checks"]]
     pool = {i["item_id"]: i for i in read_jsonl(pool_path)}
-    reviewers = endpoints_for_role(config, "pair_reviewers")
-    results = run_stage(config, "review_pairs",
-                        pair_review_requests(pairs, pool, load_prompt("p9_pair_review"), reviewers), calls_path,
-                        progress)
-    rows = panel_rows(pairs, results, len(reviewers), PAIR_CRITERIA, ("item_id", "source_item_id"))
-    write_jsonl(reviews_path, rows, key="item_id")
+    prompt, reviewers = load_prompt("p9_pair_review"), endpoints(models)
+    rows = run_stage("review_pairs", llm, pairs, lambda p: pair_review_requests(p, pool, prompt, reviewers),
+                     lambda p, results: review_row(p, results, PAIR_CRITERIA, ("item_id", "source_item_id")),
+                     reviews_path, "item_id", calls_path, threads, progress)
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
             "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}

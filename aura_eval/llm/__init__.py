@@ -1,17 +1,18 @@
 """The one door to the models: every model call of every stage goes through here.
 
-`client.ModelClient` runs batches of requests on litellm with the response cache
+`types` says what a call is (endpoints, requests, results, JSON parsing) without importing
+litellm; `client.ModelClient` runs batches of requests on litellm with the response cache
 (`cache.ResponseCache`), per-provider concurrency, retries with backoff, JSON-schema
-output, accounting and the call log. `local` registers the embedded SmolLM2 model
-as the litellm provider `aura_local`, so it takes the same path as any provider.
+output, accounting and the call log; `local` registers the embedded SmolLM2 model as the
+litellm provider `aura_local`, so it takes the same path as any provider. Stages do not use
+the client directly: `aura_eval.stage` runs a stage's requests and writes its files.
 """
 
-from aura_eval.llm.client import (  # noqa: F401
+from aura_eval.llm.types import (  # noqa: F401
     CacheMissError,
     Endpoint,
-    ModelClient,
     Request,
     Result,
-    endpoint,
-    endpoints_for_role,
+    endpoint_from,
+    endpoints,
 )

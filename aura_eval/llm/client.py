@@ -9,23 +9,21 @@ Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import re
 import sys
 import time
-from dataclasses import dataclass, field
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
 
-import jsonschema  # noqa: E402
 import litellm  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from aura_eval.jsonl import write_jsonl  # noqa: E402
 from aura_eval.llm import local  # noqa: E402
 from aura_eval.llm.cache import ResponseCache, cache_key  # noqa: E402
+from aura_eval.llm.types import CacheMissError, Request, Result, parse_json  # noqa: E402
 
 litellm.telemetry = False
 litellm.suppress_debug_info = True
@@ -39,87 +37,6 @@ RETRYABLE = (
     litellm.APIConnectionError,
     litellm.BadGatewayError,
 )
-# Sampling parameters an endpoint may set; all of them enter the cache key.
-SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty",
-                   "frequency_penalty", "reasoning_effort",
-                   "mock_response")  # litellm's canned answer, for tests and dry runs
-
-
-class CacheMissError(RuntimeError):
-    """Replay mode met a request that the cache does not hold."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A named model endpoint from the config: a litellm model string and its parameters."""
-
-    name: str
-    model: str
-    params: dict = field(default_factory=dict)
-    api_base: str | None = None
-    api_key_env: str | None = None  # the name of the variable holding the key, never the key
-    structured_output: bool = True
-
-    @property
-    def provider(self) -> str:
-        return self.model.split("/", 1)[0] if "/" in self.model else "default"
-
-
-def endpoint(config: dict, name: str) -> Endpoint:
-    """The endpoint of the model entry `name` under the config's `models`."""
-    if name not in config.get("models", {}):
-        raise KeyError(f"config: model {name!r} is not under 'models'")
-    spec = config["models"][name]
-    unknown = set(spec.get("params", {})) - set(SAMPLING_PARAMS)
-    if unknown:
-        raise KeyError(f"config: model {name!r} has unknown params {sorted(unknown)} "
-                       f"(allowed: {', '.join(SAMPLING_PARAMS)})")
-    return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
-                    api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                    structured_output=spec.get("structured_output", True))
-
-
-def endpoints_for_role(config: dict, role: str) -> list[Endpoint]:
-    """The endpoint(s) a config role names: one model or a panel (a list)."""
-    roles = config.get("roles", {})
-    if role not in roles:
-        raise KeyError(f"config: role {role!r} is not set (roles set: {', '.join(sorted(roles))})")
-    names = roles[role] if isinstance(roles[role], list) else [roles[role]]
-    return [endpoint(config, name) for name in names]
-
-
-@dataclass
-class Request:
-    item_id: str
-    endpoint: Endpoint
-    messages: list[dict]
-    prompt_id: str
-    prompt_version: int
-    role: str
-    schema: dict | None = None
-    sample: int = 0
-
-
-@dataclass
-class Result:
-    request: Request
-    status: str  # ok | unparseable | failed
-    content: str | None = None
-    parsed: dict | None = None
-    error: str | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-    latency_s: float | None = None
-    cache_hit: bool = False
-    key: str = ""
-
-    def provenance(self) -> dict:
-        """The fields every output row carries about the call that produced it."""
-        r = self.request
-        return {"prompt": r.prompt_id, "prompt_version": r.prompt_version, "role": r.role,
-                "endpoint": r.endpoint.name, "model": r.endpoint.model, "sample": r.sample,
-                "status": self.status, "raw_response": self.content, "error": self.error}
 
 
 def _secrets() -> list[tuple[str, str]]:
@@ -135,35 +52,6 @@ def scrub_secrets(text: str | None) -> str | None:
         if value in text:
             text = text.replace(value, f"<{name}>")
     return text
-
-
-_validators: dict[str, jsonschema.protocols.Validator] = {}
-
-
-def _validator(schema: dict):
-    key = json.dumps(schema, sort_keys=True)
-    if key not in _validators:
-        _validators[key] = jsonschema.validators.validator_for(schema)(schema)
-    return _validators[key]
-
-
-def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, str | None]:
-    """(object, None) when content is JSON matching schema, else (None, reason)."""
-    if content is None:
-        return None, "empty response"
-    text = content.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        obj = json.loads(text, strict=False)  # tolerate raw newlines inside strings
-    except json.JSONDecodeError as err:
-        return None, f"invalid JSON: {err.msg} at char {err.pos}"
-    if schema is not None:
-        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(obj))
-        if error is not None:
-            return None, f"schema mismatch: {error.message[:300]}"
-    return obj, None
 
 
 class ModelClient:

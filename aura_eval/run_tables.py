@@ -1,32 +1,19 @@
-"""Tables for the report: plain CSV files built from the stage outputs."""
+"""Tables about the run itself, from the stage outputs: seeds, prefixes, model calls, what
+was run, the evaluation summary, the five-judge panel and judge consistency. Each is a
+registered table (aura_eval.vocab.TABLES) with its own job."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 
-from aura_eval.jsonl import atomic_write_text, read_jsonl
-from aura_eval.seeds import DOMAINS, PAPER_COUNTS, PAPER_LABELS
-from aura_eval.tagging import AT_TRIGGER, PAPER_PREFIX_COUNTS, PRE_EXECUTION
-
-
-def write_csv(df: pd.DataFrame, path) -> None:
-    atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """The rendered version of a table; an empty one says so."""
-    if df.empty:
-        return "*No rows in this run: its inputs are empty.*\n"
-    shown = df.astype(object).where(df.notna(), None)  # NaN and <NA> print as the missing mark
-    return shown.to_markdown(index=False, floatfmt=".4g", missingval="—") + "\n"
-
-
-def write_table(df: pd.DataFrame, csv_path, md_path) -> None:
-    write_csv(df, csv_path)
-    atomic_write_text(md_path, markdown(df))
+from aura_eval.jsonl import read_jsonl
+from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
+from aura_eval.tagging import PAPER_PREFIX_COUNTS
+from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, builder, parse_run
 
 
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:
@@ -114,15 +101,29 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
     ])
 
 
-def spine_tables(inputs, outputs, params) -> None:
-    seeds = read_jsonl(inputs.seeds)
-    calls = [row for path in inputs.calls for row in read_jsonl(path)]
-    write_csv(seed_composition(seeds), outputs.composition)
-    write_csv(prefix_counts(read_jsonl(inputs.tags), read_jsonl(inputs.prefixes)), outputs.prefixes)
-    call_table = model_calls(calls)
-    write_csv(call_table, outputs.calls)
-    atomic_write_text(outputs.summary, run_summary(params.seeds, params.models, params.roles, len(seeds),
-                                                   call_table, params.agents))
+@builder("seed_composition")
+def _seed_composition(inputs, settings):
+    return seed_composition(read_jsonl(inputs["seeds"]))
+
+
+@builder("prefix_counts")
+def _prefix_counts(inputs, settings):
+    return prefix_counts(read_jsonl(inputs["tags"]), read_jsonl(inputs["prefixes"]))
+
+
+def _calls(paths) -> pd.DataFrame:
+    return model_calls([row for path in paths for row in read_jsonl(path)])
+
+
+@builder("model_calls")
+def _model_calls(inputs, settings):
+    return _calls(inputs["calls"])
+
+
+@builder("run_summary")
+def _run_summary(inputs, settings):
+    return run_summary(settings["seeds"], settings["models"], settings["roles"], len(read_jsonl(inputs["seeds"])),
+                       _calls(inputs["calls"]), settings["agents"])
 
 
 def _pct(k, n):
@@ -131,8 +132,6 @@ def _pct(k, n):
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:
     """Per evaluated run: rollout outcomes, resolved labels per axis, consensus, unsafe rate."""
-    from aura_eval.rollout import parse_run
-
     rows = []
     for run, labels in sorted(labels_by_run.items()):
         agent, fmt = parse_run(run)
@@ -156,8 +155,6 @@ def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd
 
 def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
     """Per judge and axis: share of items on which every repeated run gave the same label (F.5)."""
-    from aura_eval.judging import AXES
-
     rows = []
     for judge in sorted({r["judge"] for r in repeat_rows}):
         mine = [r for r in repeat_rows if r["judge"] == judge]
@@ -172,8 +169,6 @@ def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
 
 def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:
     """Per agent's calibration sample: how often the five-judge panel reaches a plurality, per axis."""
-    from aura_eval.judging import AXES
-
     out = []
     for agent, rows in sorted(rows_by_agent.items()):
         row = {"agent": agent, "items": len(rows)}
@@ -185,12 +180,20 @@ def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:
                                                            for s in ("plurality", "unanimous")])
 
 
-def evaluation_tables(inputs, outputs, params) -> None:
-    from pathlib import Path
+def _by_stem(paths) -> dict:
+    return {Path(p).stem: read_jsonl(p) for p in paths}
 
-    def stem_rows(paths):
-        return {Path(p).stem: read_jsonl(p) for p in paths}
 
-    write_csv(evaluation_summary(stem_rows(inputs.labels), params.agents), outputs.summary)
-    write_csv(five_judge_summary(stem_rows(inputs.five_judge)), outputs.five_judge)
-    write_csv(judge_consistency([r for p in inputs.repeats for r in read_jsonl(p)]), outputs.consistency)
+@builder("evaluation_summary")
+def _evaluation_summary(inputs, settings):
+    return evaluation_summary(_by_stem(inputs["labels"]), settings["agents"])
+
+
+@builder("five_judge_panel")
+def _five_judge_panel(inputs, settings):
+    return five_judge_summary(_by_stem(inputs["five_judge"]))
+
+
+@builder("judge_consistency")
+def _judge_consistency(inputs, settings):
+    return judge_consistency([r for p in inputs["repeats"] for r in read_jsonl(p)])

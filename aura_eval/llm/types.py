@@ -1,0 +1,118 @@
+"""What a model call is, without the machinery that makes it: endpoints, requests, results.
+
+This module does not import litellm (6-7 s), so planning, analysis and the tests of
+stage logic can build requests and read results for free; `aura_eval.llm.client` runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+import jsonschema
+
+# Sampling parameters an endpoint may set; all of them enter the cache key.
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty",
+                   "frequency_penalty", "reasoning_effort",
+                   "mock_response")  # litellm's canned answer, for tests and dry runs
+STATUSES = ("ok", "unparseable", "failed")
+
+
+class CacheMissError(RuntimeError):
+    """Replay mode met a request that the cache does not hold."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A named model endpoint from the config: a litellm model string and its parameters."""
+
+    name: str
+    model: str
+    params: dict = field(default_factory=dict)
+    api_base: str | None = None
+    api_key_env: str | None = None  # the name of the variable holding the key, never the key
+    structured_output: bool = True
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0] if "/" in self.model else "default"
+
+
+def endpoint_from(name: str, spec: dict) -> Endpoint:
+    """The endpoint of one model entry (`models.<name>` in the config)."""
+    unknown = set(spec.get("params", {})) - set(SAMPLING_PARAMS)
+    if unknown:
+        raise KeyError(f"config: model {name!r} has unknown params {sorted(unknown)} "
+                       f"(allowed: {', '.join(SAMPLING_PARAMS)})")
+    return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
+                    api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
+                    structured_output=spec.get("structured_output", True))
+
+
+def endpoints(entries: list[dict]) -> list[Endpoint]:
+    """Endpoints from a rule's model entries: `[{"name": ..., **models.<name>}]`, in role order."""
+    return [endpoint_from(e["name"], {k: v for k, v in e.items() if k != "name"}) for e in entries]
+
+
+@dataclass
+class Request:
+    item_id: str
+    endpoint: Endpoint
+    messages: list[dict]
+    prompt_id: str
+    prompt_version: int
+    role: str
+    schema: dict | None = None
+    sample: int = 0
+
+
+@dataclass
+class Result:
+    request: Request
+    status: str  # ok | unparseable | failed
+    content: str | None = None
+    parsed: dict | None = None
+    error: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    cache_hit: bool = False
+    key: str = ""
+
+    def provenance(self) -> dict:
+        """The fields every output row carries about the call that produced it."""
+        r = self.request
+        return {"prompt": r.prompt_id, "prompt_version": r.prompt_version, "role": r.role,
+                "endpoint": r.endpoint.name, "model": r.endpoint.model, "sample": r.sample,
+                "status": self.status, "raw_response": self.content, "error": self.error}
+
+
+_validators: dict[str, jsonschema.protocols.Validator] = {}
+
+
+def _validator(schema: dict):
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _validators:
+        _validators[key] = jsonschema.validators.validator_for(schema)(schema)
+    return _validators[key]
+
+
+def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, str | None]:
+    """(object, None) when content is JSON matching schema, else (None, reason)."""
+    if content is None:
+        return None, "empty response"
+    text = content.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        obj = json.loads(text, strict=False)  # tolerate raw newlines inside strings
+    except json.JSONDecodeError as err:
+        return None, f"invalid JSON: {err.msg} at char {err.pos}"
+    if schema is not None:
+        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(obj))
+        if error is not None:
+            return None, f"schema mismatch: {error.message[:300]}"
+    return obj, None

@@ -1,0 +1,247 @@
+"""The project's vocabulary: the one definition of every name that stages, rules, tables,
+the report and the tests share. Nothing here imports more than the standard library and
+PyYAML, so the Snakefile, planning and analysis can import it cheaply.
+
+- the R-Judge domains and step roles, the decision points, the dimensions (read from
+  prompts/taxonomy.yaml, their source), No-Safe-Path / Safe-Path, the three judge axes and
+  their labels, the rollout formats;
+- the id grammar: seed, prefix, item, pair and run names;
+- the registries of tables and figures: each names the files it reads; rules, the report
+  and the tests read these registries and nothing else;
+- the files whose bytes may differ between two runs of the same inputs (timings, cache hits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+# -- R-Judge and trajectories ---------------------------------------------------------
+DOMAINS = ("Application", "Finance", "IoT", "Program", "Web")
+STEP_ROLES = ("user", "agent", "environment")
+EDITABLE_ROLES = ("user", "environment")  # what a variation may rewrite; agent steps stay exact
+
+# -- decision points (paper §4.2, C.2) ------------------------------------------------
+AT_TRIGGER, PRE_EXECUTION = "at_trigger", "pre_execution"
+
+
+# -- dimensions (paper B.2, B.3): prompts/taxonomy.yaml is their source -------------------
+def load_taxonomy(prompts_dir: str | Path = PROMPTS_DIR) -> dict:
+    """The variation dimensions: id -> name, kind, definition, direction (and the file's version)."""
+    path = Path(prompts_dir) / "taxonomy.yaml"
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    dims = tuple(spec.get("dimensions") or {})
+    expected = tuple(f"RS{i}" for i in range(1, 7)) + tuple(f"SD{i}" for i in range(1, 6))
+    if dims != expected:
+        raise ValueError(f"{path}: dimensions must be {', '.join(expected)} in that order, got {', '.join(dims)}")
+    return spec
+
+
+ORIGINAL = "original"
+VARIED_DIMENSIONS = tuple(load_taxonomy()["dimensions"])  # RS1-RS6, SD1-SD5
+DIMENSIONS = (ORIGINAL,) + VARIED_DIMENSIONS  # an item's dimension
+FLIP_DIMENSIONS = ("RS2", "RS5")  # the paper's SAFE->UNSAFE flip analysis (Tables 35, 36)
+
+# -- pair labels (paper §4.2, A.1) ------------------------------------------------------
+NSP, SP = "NSP", "SP"
+PAIR_LABELS = (NSP, SP)
+OPPOSITE = {NSP: SP, SP: NSP}
+
+# -- the three judge axes (paper §5, Tables 5-7) ---------------------------------------------
+AXES = ("detection", "action_type", "action_safety")
+DETECTION_LEVELS = ("D0", "D1", "D2", "D3")
+ACTION_TYPES = ("A0", "A1", "A2", "A3", "A4", "A5")
+SAFETY_LABELS = ("Safe", "Unsafe")
+AXIS_LABELS = {"detection": DETECTION_LEVELS, "action_type": ACTION_TYPES, "action_safety": SAFETY_LABELS}
+AWARE = ("D2", "D3")  # the risk is named (comprehension or projection)
+REFUSAL = "A5"
+JUDGE_PROMPTS = {"detection": "judge_detection", "action_type": "judge_action_type",
+                 "action_safety": "judge_action_safety"}
+# The field of each judge prompt's answer that holds the label.
+LABEL_FIELDS = {"detection": "level", "action_type": "action_type", "action_safety": "safety"}
+
+# -- rollout formats (paper §5.1, J.4) ----------------------------------------------------------
+REACT, ACTION_ONLY = "react", "action_only"
+# (format, an agent's `output`) -> prompt; `output: json` suits models whose decoding follows a schema.
+AGENT_PROMPTS = {(REACT, "text"): "agent_react", (ACTION_ONLY, "text"): "agent_action_only",
+                 (REACT, "json"): "agent_react_json", (ACTION_ONLY, "json"): "agent_action_only_json"}
+GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇"}
+
+# -- reliability runs (paper F.2-F.5) -------------------------------------------------------
+RELIABILITY_KINDS = ("five_judge", "repeats", "vendor_swap")
+
+
+# -- the id grammar -------------------------------------------------------------------------
+def seed_id(domain: str, rjudge_id: int) -> str:
+    """`<domain>-<R-Judge id>`, e.g. `iot-007`."""
+    return f"{domain.lower()}-{rjudge_id:03d}"
+
+
+def prefix_id(seed: str, point: str) -> str:
+    """`<seed id>.<decision point>`, e.g. `iot-007.at_trigger`."""
+    return f"{seed}.{point}"
+
+
+def item_id(prefix: str, dimension: str) -> str:
+    """`<prefix id>.<dimension>`: the original prefix or one of its variations."""
+    return f"{prefix}.{dimension}"
+
+
+def counterpart_item_id(source_item: str) -> str:
+    """A generated pair counterpart: `<source item id>.pair`."""
+    return f"{source_item}.pair"
+
+
+def pair_id(source_item: str) -> str:
+    """The id the two versions of a pair share: `pair:<source item id>`."""
+    return f"pair:{source_item}"
+
+
+RUN_SEPARATOR = "."
+
+
+def run_name(agent: str, fmt: str) -> str:
+    """File name of one agent × prompt format: `gpt-5.4` or `gpt-5.4.action_only`."""
+    return agent if fmt == REACT else f"{agent}{RUN_SEPARATOR}{ACTION_ONLY}"
+
+
+def parse_run(run: str) -> tuple[str, str]:
+    """(agent, format) of a run name."""
+    suffix = RUN_SEPARATOR + ACTION_ONLY
+    return (run[: -len(suffix)], ACTION_ONLY) if run.endswith(suffix) else (run, REACT)
+
+
+def hash_rank(text: str, salt: str = "") -> str:
+    """A fixed order of ids, independent of file order and of Python's hash seed."""
+    return hashlib.sha256(f"{salt}{text}".encode()).hexdigest()
+
+
+# -- files that several jobs read ------------------------------------------------------------------
+FILES = {
+    "seeds": "results/seeds/seeds.jsonl",
+    "tags": "results/prefixes/tags.jsonl",
+    "prefixes": "results/prefixes/prefixes.jsonl",
+    "funnel": "results/construct/funnel.json",
+    "dataset": "results/dataset/aura_eval.jsonl",
+    "card": "results/dataset/README.md",
+    "subset": "results/dataset/action_only_subset.jsonl",
+    "frame": "results/analysis/labels_long.csv",
+    "human": "results/validation/human_labels.jsonl",
+}
+# Inputs that are one file per job of a stage; rules/common.smk expands them for the configured run.
+FILE_LISTS = ("calls", "labels", "five_judge", "repeats", "vendor_swap")
+
+
+# -- registries of tables and figures --------------------------------------------------------------
+@dataclass(frozen=True)
+class Artefact:
+    """A table or figure of the report: its own job, reading only `inputs` (names from FILES
+    or FILE_LISTS) and, where `config` names top-level config keys, only those values."""
+
+    name: str
+    module: str  # where its builder is registered (see `builder`)
+    inputs: tuple[str, ...]
+    caption: str
+    formats: tuple[str, ...] = ("csv", "md")
+    config: tuple[str, ...] = ()
+
+    def outputs(self, kind: str) -> dict[str, str]:
+        folder = "tables" if kind == "table" else "figures"
+        return {fmt: f"results/{folder}/{self.name}.{fmt}" for fmt in self.formats}
+
+
+def _table(name, module, inputs, caption, **kw):
+    return name, Artefact(name, f"aura_eval.{module}", tuple(inputs), caption, **kw)
+
+
+TABLES = dict([
+    _table("seed_composition", "run_tables", ["seeds"], "Seeds by domain and R-Judge label", formats=("csv",)),
+    _table("prefix_counts", "run_tables", ["tags", "prefixes"], "Tag outcomes and prefixes per decision point",
+           formats=("csv",)),
+    _table("model_calls", "run_tables", ["calls"], "Model requests per stage and endpoint", formats=("csv",)),
+    _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
+           config=("seeds", "models", "roles", "agents")),
+    _table("construction_funnel", "construct.funnel", ["funnel"], "The construction funnel beside the paper"),
+    _table("construction_losses", "construct.funnel", ["funnel"], "Every loss between construction stages"),
+    _table("variations_by_dimension", "construct.funnel", ["funnel"], "Construction counts per dimension"),
+    _table("evaluation_summary", "run_tables", ["labels"], "Rollout outcomes and resolved labels per run",
+           formats=("csv",), config=("agents",)),
+    _table("five_judge_panel", "run_tables", ["five_judge"], "The five-judge panel's pluralities",
+           formats=("csv",)),
+    _table("judge_consistency", "run_tables", ["repeats"], "Intra-judge consistency (Table 25)", formats=("csv",)),
+    _table("table33_behaviour", "analysis", ["frame"], "Table 33: overall behaviour"),
+    _table("table31_nsp_sp_gap", "analysis", ["frame"], "Table 31: the NSP - SP gap"),
+    _table("table32_matched_pairs_gap", "analysis", ["frame"], "Table 32: the gap on matched pairs"),
+    _table("table35_flips", "analysis", ["frame"], "Table 35: SAFE->UNSAFE flips"),
+    _table("table36_failure_mechanism", "analysis", ["frame"], "Table 36: failure mechanism"),
+    _table("table37_top_unsafe", "analysis", ["frame"], "Table 37: top unsafe combinations"),
+    _table("table38_prompt_format", "analysis", ["frame", "subset"], "Table 38: prompt format"),
+    _table("table21_judge_accuracy", "analysis", ["five_judge", "human"], "Table 21: judge accuracy"),
+    _table("table22_accuracy_by_consensus", "analysis", ["five_judge", "human"],
+           "Table 22: accuracy by consensus"),
+    _table("table23_ensembles", "analysis", ["five_judge", "human"], "Table 23: three-of-five ensembles"),
+    _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"], "Table 24: leave-one-vendor-out"),
+    _table("table29_composition", "analysis", ["dataset"], "Table 29: dataset composition"),
+    _table("table3_human_reliability", "analysis", ["human"], "Table 3: human reliability"),
+    _table("table18_retention", "analysis", ["human"], "Table 18: retention"),
+    _table("table19_panel_strata", "analysis", ["human"], "Table 19: panel strata"),
+    _table("table20_human_agreement", "analysis", ["human"], "Table 20: human agreement"),
+])
+
+FIGURES = dict(
+    _table(name, "figures", inputs, caption, formats=("png", "svg")) for name, inputs, caption in [
+        ("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
+        ("fig4_unsafe_by_detection", ["frame"], "Figure 4: unsafe rate by detection level"),
+        ("fig5_action_types", ["frame"], "Figure 5: action types"),
+        ("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension"),
+        ("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
+        ("fig8_detection_by_action", ["frame"], "Figure 8: detection × action type"),
+    ])
+
+
+def artefact(name: str) -> tuple[str, Artefact]:
+    """("table" or "figure", its registry entry); an unknown name raises naming the known ones."""
+    if name in TABLES:
+        return "table", TABLES[name]
+    if name in FIGURES:
+        return "figure", FIGURES[name]
+    raise KeyError(f"unknown table or figure {name!r} (known: {', '.join([*TABLES, *FIGURES])})")
+
+
+_BUILDERS: dict[str, object] = {}
+
+
+def builder(name: str):
+    """Register the function that builds the registered table or figure `name`.
+
+    A table's builder takes (inputs, config) and returns a DataFrame (or, for a Markdown-only
+    table, its text); a figure's takes (inputs, png, svg). `inputs` maps each declared input
+    name to its path (or list of paths)."""
+    artefact(name)  # only registered names
+
+    def register(func):
+        _BUILDERS[name] = func
+        return func
+    return register
+
+
+def builder_of(name: str):
+    import importlib
+
+    _, spec = artefact(name)
+    importlib.import_module(spec.module)
+    return _BUILDERS[name]
+
+
+# -- what may differ between two runs of the same inputs --------------------------------------------
+# Every other file under results/ is byte-identical on a rerun from the cache (aura_eval.digest;
+# tests/test_workflow.py checks it).
+VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit")}  # JSONL rows: only these fields differ
+VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
+                  "results/tables/run_summary.md",  # requests answered from the cache
+                  "results/report/")  # the report's run section shows the summary above

@@ -1,0 +1,90 @@
+"""Configuration: Snakemake's overrides, the schema's switch-dependent keys, references to
+undefined models or roles, and canonical params."""
+
+import copy
+
+import pytest
+import yaml
+
+from aura_eval.workflow_config import ConfigError, canonical, check_config
+from tests.workflow import ROOT, planned_jobs, scratch_copy, snakemake
+
+DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return scratch_copy(tmp_path_factory.mktemp("config"))
+
+
+def _config_file(work, name, config):
+    path = work / "config" / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _fails(work, *args) -> str:
+    proc = snakemake(work, *args, "-n", check=False)
+    assert proc.returncode != 0
+    return proc.stdout + proc.stderr
+
+
+def test_config_override_applies_to_the_default_config(work):
+    jobs = planned_jobs(work, "--config", "seeds=3")
+    assert jobs["select_seeds"] == 1 and jobs["report"] == 1
+    # A mapping on the command line is merged into the config's (the other llm keys stay).
+    assert planned_jobs(work, "--config", "seeds=3", "llm={cache: cache/other.sqlite}")["tag_steps"] == 1
+
+
+def test_a_config_file_is_complete_on_its_own(work):
+    partial = {k: v for k, v in DEFAULT.items() if k != "agents"}
+    out = _fails(work, "--configfile", str(_config_file(work, "partial.yaml", partial)))
+    # The default's agents are not inherited: its action-only agent now names nobody.
+    assert "action_only.agents names 'smollm2-135m', which is not under 'agents'" in out
+
+
+@pytest.mark.parametrize("switch, key", [("five_judge_panel", "validation_judges"),
+                                         ("vendor_swap", "replacement_judge")])
+def test_switch_dependent_roles_are_required(work, switch, key):
+    config = copy.deepcopy(DEFAULT)
+    del config["roles"][key]
+    out = _fails(work, "--configfile", str(_config_file(work, f"no-{key}.yaml", config)))
+    assert f"'{key}' is a required property" in out
+    config["reliability"][switch] = False
+    if switch == "five_judge_panel":  # the audit sample then comes from the panel's own labels
+        planned_jobs(work, "--configfile", str(_config_file(work, f"off-{key}.yaml", config)))
+
+
+def test_undefined_model_and_misspelled_role_stop_before_any_job(work):
+    config = copy.deepcopy(DEFAULT)
+    config["roles"]["reviewers"] = ["smollm2-judge-1", "no-such-model"]
+    out = _fails(work, "--configfile", str(_config_file(work, "undefined.yaml", config)))
+    assert "role 'reviewers' names model 'no-such-model', which is not under 'models'" in out
+    config = copy.deepcopy(DEFAULT)
+    config["roles"]["judgs"] = config["roles"].pop("judges")
+    out = _fails(work, "--configfile", str(_config_file(work, "misspelled.yaml", config)))
+    assert "unknown role(s) judgs under 'roles'" in out
+
+
+def test_check_config_names_the_reference():
+    config = copy.deepcopy(DEFAULT)
+    check_config(config)
+    config["agents"]["smollm2-135m"]["model"] = "missing"
+    with pytest.raises(ConfigError, match="agent 'smollm2-135m' names model 'missing'"):
+        check_config(config)
+    config = copy.deepcopy(DEFAULT)
+    config["action_only"]["agents"] = ["nobody"]
+    with pytest.raises(ConfigError, match="action_only.agents names 'nobody'"):
+        check_config(config)
+    config = copy.deepcopy(DEFAULT)
+    config["roles"]["taggr"] = "smollm2"
+    with pytest.raises(ConfigError, match="unknown role"):
+        check_config(config)
+
+
+def test_canonical_sorts_mappings_and_keeps_lists():
+    value = {"b": [{"y": 1, "x": 2}, 3], "a": {"d": 1, "c": 2}}
+    out = canonical(value)
+    assert list(out) == ["a", "b"] and list(out["a"]) == ["c", "d"]
+    assert out["b"] == [{"x": 2, "y": 1}, 3] and list(out["b"][0]) == ["x", "y"]
+    assert canonical({"b": 1, "a": 2}) == canonical({"a": 2, "b": 1})

@@ -1,0 +1,59 @@
+"""The package's shape: modules import only modules earlier in the flow of files, and nothing
+but a model job loads litellm."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
+# The flow: shared vocabulary and helpers, the model module, then the stages in the order
+# their files flow, then the tables, figures and report. A module may import only earlier ones.
+FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
+        "llm.cache", "llm.local", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
+        "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
+        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "analysis",
+        "run_tables", "figures", "render", "digest"]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("aura_eval"):
+            base = node.module.removeprefix("aura_eval").lstrip(".")
+            for alias in node.names:  # `from aura_eval.llm import local` imports the module llm.local
+                name = f"{base}.{alias.name}" if base else alias.name
+                found.add(name if name in FLOW else base)
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("aura_eval.") for a in node.names if a.name.startswith("aura_eval.")}
+    return {name for name in found if name}
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if _module_name(p)}
+
+
+def test_every_module_has_a_place_in_the_flow():
+    assert sorted(set(MODULES) - set(FLOW)) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_runs_backwards(module):
+    later = sorted(name for name in _imports(MODULES[module]) if FLOW.index(name) >= FLOW.index(module))
+    assert later == [], f"aura_eval.{module} imports later module(s) {later}"
+
+
+def test_planning_and_analysis_never_import_litellm():
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "stage", "seeds", "tagging", "construct.variation",
+               "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
+               "validation", "analysis", "run_tables", "figures", "render", "digest"]
+    code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
