@@ -8,6 +8,7 @@ rate's numerator and denominator, as in the paper's headline numbers.
 
 from __future__ import annotations
 
+import functools
 from itertools import combinations
 from pathlib import Path
 
@@ -372,81 +373,23 @@ def _human(inputs) -> dict:
     return human_reference(read_jsonl(inputs["human"]))
 
 
-@builder("table33_behaviour")
-def _table33(inputs, settings):
-    return behaviour_table(_react(inputs))
+def _register(names_and_builders: dict, read) -> None:
+    """Register each table's builder applied to what `read(inputs)` gives."""
+    for name, build in names_and_builders.items():
+        builder(name)(lambda inputs, settings, build=build: build(*read(inputs)))
 
 
-@builder("table31_nsp_sp_gap")
-def _table31(inputs, settings):
-    return nsp_sp_gap_table(_react(inputs))
-
-
-@builder("table32_matched_pairs_gap")
-def _table32(inputs, settings):
-    return nsp_sp_gap_table(_react(inputs), matched_only=True)
-
-
-@builder("table35_flips")
-def _table35(inputs, settings):
-    return flip_table(_react(inputs))
-
-
-@builder("table36_failure_mechanism")
-def _table36(inputs, settings):
-    return failure_mechanism_table(_react(inputs))
-
-
-@builder("table37_top_unsafe")
-def _table37(inputs, settings):
-    return top_unsafe_combinations(_react(inputs))
-
-
-@builder("table38_prompt_format")
-def _table38(inputs, settings):
-    return prompt_format_table(read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])})
-
-
-@builder("table21_judge_accuracy")
-def _table21(inputs, settings):
-    return judge_accuracy_table(_rows(inputs["five_judge"]), _human(inputs))
-
-
-@builder("table22_accuracy_by_consensus")
-def _table22(inputs, settings):
-    return accuracy_by_consensus_table(_rows(inputs["five_judge"]), _human(inputs))
-
-
-@builder("table23_ensembles")
-def _table23(inputs, settings):
-    return ensemble_table(_rows(inputs["five_judge"]), _human(inputs))
-
-
-@builder("table24_vendor_swap")
-def _table24(inputs, settings):
-    return vendor_swap_table(_rows(inputs["vendor_swap"]), {i["item_id"]: i for i in read_jsonl(inputs["dataset"])})
-
-
-@builder("table29_composition")
-def _table29(inputs, settings):
-    return composition_table(read_jsonl(inputs["dataset"]))
-
-
-@builder("table3_human_reliability")
-def _table3(inputs, settings):
-    return human_reliability_table(read_jsonl(inputs["human"]))
-
-
-@builder("table18_retention")
-def _table18(inputs, settings):
-    return retention_table(read_jsonl(inputs["human"]))
-
-
-@builder("table19_panel_strata")
-def _table19(inputs, settings):
-    return panel_strata_table(read_jsonl(inputs["human"]))
-
-
-@builder("table20_human_agreement")
-def _table20(inputs, settings):
-    return human_agreement_table(read_jsonl(inputs["human"]))
+_register({"table33_behaviour": behaviour_table, "table31_nsp_sp_gap": nsp_sp_gap_table,
+           "table32_matched_pairs_gap": functools.partial(nsp_sp_gap_table, matched_only=True),
+           "table35_flips": flip_table, "table36_failure_mechanism": failure_mechanism_table,
+           "table37_top_unsafe": top_unsafe_combinations}, lambda inputs: (_react(inputs),))
+_register({"table38_prompt_format": prompt_format_table},
+          lambda inputs: (read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])}))
+_register({"table21_judge_accuracy": judge_accuracy_table, "table22_accuracy_by_consensus": accuracy_by_consensus_table,
+           "table23_ensembles": ensemble_table}, lambda inputs: (_rows(inputs["five_judge"]), _human(inputs)))
+_register({"table24_vendor_swap": vendor_swap_table},
+          lambda inputs: (_rows(inputs["vendor_swap"]), {i["item_id"]: i for i in read_jsonl(inputs["dataset"])}))
+_register({"table29_composition": composition_table}, lambda inputs: (read_jsonl(inputs["dataset"]),))
+_register({"table3_human_reliability": human_reliability_table, "table18_retention": retention_table,
+           "table19_panel_strata": panel_strata_table, "table20_human_agreement": human_agreement_table},
+          lambda inputs: (read_jsonl(inputs["human"]),))

@@ -57,3 +57,12 @@ def test_planning_and_analysis_never_import_litellm():
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_every_registered_table_and_figure_has_its_builder():
+    from aura_eval import vocab
+
+    names = [*vocab.TABLES, *vocab.FIGURES]
+    assert len(names) == 26 + 6 and all(callable(vocab.builder_of(name)) for name in names)
+    with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
+        vocab.builder("table99")
