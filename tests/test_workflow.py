@@ -118,13 +118,15 @@ def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     before = stable_digests(work)
     assert len(before) > 60 and "results/dataset/aura_eval.jsonl" in before
     assert any(path.startswith("results/calls/") for path in before)
-    snakemake(work, "--configfile", str(config), "--config", "llm={replay: true}", "--forceall")
+    replay = config.with_name("two_seeds_replay.yaml")
+    replay.write_text(config.read_text().replace("  replay: false", "  replay: true"))
+    snakemake(work, "--configfile", str(replay), "--forceall")
     assert stable_digests(work) == before
     calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
     assert calls and all(c["cache_hit"] for c in calls)
     # A cache miss in replay mode is an error, not a call.
-    proc = snakemake(work, "results/prefixes/tags.jsonl", "--configfile", str(config), "--config", "seeds=3",
-                     "llm={replay: true}", check=False)
+    proc = snakemake(work, "results/prefixes/tags.jsonl", "--configfile", str(replay), "--config", "seeds=3",
+                     check=False)
     assert proc.returncode != 0
     assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()
 
