@@ -1,5 +1,5 @@
 """What the construction stages share: the rewrite format, the deterministic gate,
-the prefix-validity check, panel decisions and running one stage's requests.
+the prefix-validity check and the review panels' rows (built from aura_eval.panel).
 
 Rewrite format. A generator returns the new text of every user and environment step
 by step number ({"step": i, "content": ...}); the candidate trajectory is assembled

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pandas as pd
 
-from aura_eval.vocab import VARIED_DIMENSIONS, builder
+from aura_eval.vocab import DIMENSIONS, builder
 
 # The paper's count at each stage (§4, C.2-C.3, H.2-H.3).
 PAPER_FUNNEL = {"prefixes": 211, "variation candidates": 1029, "parseable variations": 916,
@@ -63,7 +63,7 @@ def _reason_kind(reason: str) -> str:
 def by_dimension(candidates, variations, reviews, rows) -> list[dict]:
     """Per dimension: candidates, parseable, passed gate, kept, released rows."""
     out = []
-    for dim in VARIED_DIMENSIONS:
+    for dim in DIMENSIONS:  # "original" too: its released rows
         out.append({"dimension": dim,
                     "candidates": sum(c["dimension"] == dim and c["selected"] for c in candidates),
                     "parseable": sum(v["dimension"] == dim and v["status"] == "ok" for v in variations),
