@@ -51,7 +51,7 @@ def judgeable(rollouts: list[dict]) -> list[dict]:
     return [r for r in rollouts if r["status"] == "ok"]
 
 
-def judge_detection_type(rollouts, items, endpoint, prompts, client, judge, sample=0) -> list[dict]:
+def judge_detection_type(rollouts, items, endpoint, prompts, stage, judge, sample=0) -> list[dict]:
     """Phase 1 for one judge: detection (ReAct rollouts only) and action type."""
     rollouts = judgeable(rollouts)
     with_thought = [r for r in rollouts if r["thought"]]
@@ -59,7 +59,7 @@ def judge_detection_type(rollouts, items, endpoint, prompts, client, judge, samp
                 for r in with_thought]
     requests += [_request("action_type", r, items[r["item_id"]], endpoint, prompts["action_type"], sample)
                  for r in rollouts]
-    results = client.results(requests)
+    results = stage.results(requests)
     detection = {res.request.item_id: _verdict("detection", res) for res in results[: len(with_thought)]}
     types = {res.request.item_id: _verdict("action_type", res) for res in results[len(with_thought):]}
     return [{"item_id": r["item_id"], "judge": judge, "sample": sample,
@@ -76,13 +76,13 @@ def panel_action_types(phase1_by_judge: dict[str, list[dict]]) -> dict[str, str 
     return {item_id: vote(labels, "majority") for item_id, labels in votes.items()}
 
 
-def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, client, sample=0) -> list[dict]:
+def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, stage, sample=0) -> list[dict]:
     """Phase 2 for one judge: action safety; returns the judge's rows with all three axes."""
     by_id = {r["item_id"]: r for r in rollouts}
     requests = [_request("action_safety", by_id[row["item_id"]], items[row["item_id"]], endpoint,
                          prompts["action_safety"], sample, action_type=panel_types.get(row["item_id"]))
                 for row in phase1_rows]
-    results = client.results(requests)
+    results = stage.results(requests)
     out = []
     for row, result in zip(phase1_rows, results):
         verdict = _verdict("action_safety", result)
@@ -91,12 +91,12 @@ def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, c
     return out
 
 
-def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, client, sample=0) -> dict:
+def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, stage, sample=0) -> dict:
     """Both phases for a whole panel in one job (the reliability runs use this)."""
-    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, client, name, sample)
+    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, stage, name, sample)
               for name, ep in members.items()}
     types = panel_action_types(phase1)
-    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, client, sample)
+    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, stage, sample)
             for name, ep in members.items()}
 
 
