@@ -6,8 +6,8 @@ PyYAML, so the Snakefile, planning and analysis can import it cheaply.
   prompts/taxonomy.yaml, their source), No-Safe-Path / Safe-Path, the three judge axes and
   their labels, the rollout formats;
 - the id grammar: seed, prefix, item, pair and run names;
-- the registries of tables and figures: each names the files it reads; rules, the report
-  and the tests read these registries and nothing else;
+- the registries of tables and figures: each names the files it reads; the rules make one
+  job per entry from them and the report's inputs are their outputs;
 - the files whose bytes may differ between two runs of the same inputs (timings, cache hits).
 """
 

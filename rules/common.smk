@@ -4,10 +4,9 @@ import os
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT
-from aura_eval.vocab import RELIABILITY_KINDS, TABLES
-from aura_eval.vocab import parse_run, run_name
 from aura_eval import vocab
+from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT,
+                             RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.workflow_config import CONSTRUCTION_ROLES, ConfigError, canonical, check_config
 
 
