@@ -41,6 +41,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_model_module.py
 	$(BIN)/python benchmarks/bench_bootstrap.py
 	$(BIN)/python benchmarks/bench_snakemake_noop.py
+	$(BIN)/python benchmarks/bench_faults.py
 
 # Keeps results/README.md (what lands where) and the response cache.
 clean:

@@ -24,6 +24,20 @@ include: "rules/analysis.smk"
 include: "rules/report.smk"
 
 
+# Before the first job of a real run (a dry run makes no call, so needs no key).
+onstart:
+    try:
+        check_keys(config, os.environ)
+    except ConfigError as err:
+        raise WorkflowError(str(err)) from None
+
+
+# The exit summary repeats every stage that asked and got no usable answer.
+onsuccess:
+    for problem in call_log_problems("results/calls"):
+        print(f"WARNING: {problem}", file=sys.stderr)
+
+
 rule all:
     input:
         get_final_output(),

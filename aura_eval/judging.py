@@ -112,7 +112,7 @@ def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rul
             verdicts = [index.get((judge, rollout["item_id"]), {}).get(axis) for judge in judges]
             applicable = rollout["status"] == "ok" and all(v and v["status"] != "not_applicable" for v in verdicts)
             votes = [v["label"] for v in verdicts] if applicable else []
-            row[axis] = tally(votes, rule)
+            row[axis] = tally(votes, [v["status"] for v in verdicts] if applicable else [], rule)
         labels.append(row)
     return labels
 

@@ -27,8 +27,11 @@ def ballot(result: Result, field: str):
     return answer(result).get(field)
 
 
-def tally(votes: list, rule: str = "majority") -> dict:
-    """The panel's label under `rule` (None without one), the votes, the consensus stratum and
-    the unparseable votes. No votes (nothing to judge) gives no label and no stratum."""
+def tally(votes: list, statuses: list[str], rule: str = "majority") -> dict:
+    """The panel's label under `rule` (None without one), the votes, the consensus stratum, and
+    the members who chose nothing, kept apart: an answer that did not parse, a call that
+    failed. No votes (nothing to judge) gives no label and no stratum."""
     return {"label": vote(votes, rule) if votes else None, "votes": votes,
-            "stratum": consensus(votes) if votes else None, "unparseable_votes": sum(v is None for v in votes)}
+            "stratum": consensus(votes) if votes else None,
+            "unparseable_votes": sum(s == "unparseable" for s in statuses),
+            "failed_votes": sum(s == "failed" for s in statuses)}

@@ -66,6 +66,19 @@ def model_calls(calls: list[dict]) -> pd.DataFrame:
     return out[columns]
 
 
+def empty_stages(calls: pd.DataFrame) -> list[str]:
+    """Per stage that asked and got no usable answer, what came back instead (from model_calls)."""
+    if not len(calls):
+        return []
+    out = []
+    for stage, g in calls.groupby("stage", sort=True):
+        n, ok = int(g["requests"].sum()), int(g["ok"].sum())
+        if n and not ok:
+            out.append(f"{stage}: 0 of {n} answers usable: {int(g['unparseable'].sum())} unparseable, "
+                       f"{int(g['failed'].sum())} failed")
+    return out
+
+
 def _cost(calls: pd.DataFrame) -> str:
     known = calls["cost_usd"].dropna() if len(calls) else []
     return f"${float(sum(known)):.4f} where litellm knows the price" if len(known) else "unknown"
@@ -79,7 +92,9 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         for name in names if isinstance(names, list) else [names]:
             role_rows.append(f"| {role} | {name} | `{models[name]['model']}` | "
                              f"`{json.dumps(models[name].get('params', {}), sort_keys=True)}` |")
+    warnings = [f"**Warning — {problem}.**" for problem in empty_stages(calls)]
     return "\n".join([
+        *[line for w in warnings for line in (w, "")],
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "
         f"Model requests: {int(calls['requests'].sum()) if len(calls) else 0}, "
         f"of which answered from the cache: {int(calls['cache_hits'].sum()) if len(calls) else 0}; "

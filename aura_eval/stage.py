@@ -8,15 +8,45 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Callable
 
-from aura_eval.jsonl import write_jsonl
+from aura_eval.jsonl import read_jsonl, write_jsonl
 from aura_eval.llm.types import STATUSES, Request, Result
+
+
+class StageFailed(RuntimeError):
+    """More calls failed than `llm.max_failed_share` allows; every success is in the cache,
+    so a plain rerun sends only the failed calls again."""
+
+
+def failure_problem(stage: str, calls: list[dict], max_share: float) -> str | None:
+    """Why a stage's calls fail the job, or None: any failure by a missing or refused key, or
+    a share of failed calls above `max_share` (0: none accepted)."""
+    failed = [c for c in calls if c["status"] == "failed"]
+    auth = [c for c in failed if c.get("auth_error")]
+    if not failed or (not auth and len(failed) <= max_share * len(calls)):
+        return None
+    errors = sorted({c["error"] for c in failed})[:3]
+    why = "the key is missing or refused (never retried)" if auth else f"more than {max_share:.0%} allowed"
+    return (f"{stage}: {len(failed)} of {len(calls)} calls failed ({why}); the successes are cached, so a plain "
+            f"rerun sends only the failed ones. First errors: " + " | ".join(errors))
+
+
+def empty_problem(stage: str, calls: list[dict]) -> str | None:
+    """A loud note when a stage asked something and got no usable answer."""
+    if not calls or any(c["status"] == "ok" for c in calls):
+        return None
+    counts = Counter(c["status"] for c in calls)
+    return (f"{stage}: 0 of {len(calls)} answers usable: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES[1:]
+                                                                       if counts[s]))
 
 
 class StageRun:
     """One model job: `with StageRun(...) as run:` ask, write; on leaving, the call log is
-    written and the summary printed (not after an error: a failed job leaves no call log)."""
+    written and the summary printed (not after an error: a failed job leaves no call log).
+    Then the failure policy: failed calls beyond `llm.max_failed_share` (default none) fail
+    the job with StageFailed, after every output is written and every success cached."""
 
     def __init__(self, stage: str, llm: dict, calls_path, threads: int | None = None, progress: bool = True):
         # The client is imported here, once for the whole package: it loads litellm (seconds),
@@ -27,6 +57,7 @@ class StageRun:
         if threads:
             local.set_threads(threads)
         self.stage, self.calls_path = stage, calls_path
+        self.max_failed_share = float(llm.get("max_failed_share", 0.0))
         self.client = ModelClient(llm, stage=stage, progress=progress)
         self.written: list[str] = []
 
@@ -39,8 +70,15 @@ class StageRun:
         self.client.write_call_log(self.calls_path)
         statuses = Counter(call["status"] for call in self.client.calls)
         outcome = ", ".join(f"{s} {statuses[s]}" for s in STATUSES)
-        print(f"{self.stage}: {len(self.client.calls)} requests ({outcome}), {self.client.calls_made} calls made; "
-              f"wrote {'; '.join(self.written)}", file=sys.stderr)
+        waited = sum(call["wait_s"] or 0 for call in self.client.calls)
+        print(f"{self.stage}: {len(self.client.calls)} requests ({outcome}), {self.client.calls_made} calls made, "
+              f"{waited:.1f} s waited between attempts; wrote {'; '.join(self.written)}", file=sys.stderr)
+        empty = empty_problem(self.stage, self.client.calls)
+        if empty:
+            print(f"WARNING: {empty}", file=sys.stderr)
+        problem = failure_problem(self.stage, self.client.calls, self.max_failed_share)
+        if problem:
+            raise StageFailed(problem)
 
     def results(self, requests: list[Request]) -> list[Result]:
         """One result per request, in order."""
@@ -71,3 +109,12 @@ def run_stage(stage: str, llm: dict, units: list, request_for: Callable, row_for
 
 def status_counts(rows: list[dict], field: str = "status") -> dict:
     return {s: sum(r[field] == s for r in rows) for s in STATUSES}
+
+
+def call_log_problems(calls_dir) -> list[str]:
+    """Every stage in the call logs under `calls_dir` with no usable answer (the exit summary)."""
+    by_stage: dict[str, list[dict]] = {}
+    for path in sorted(Path(calls_dir).rglob("*.jsonl")):
+        for call in read_jsonl(path):
+            by_stage.setdefault(call["stage"], []).append(call)
+    return [p for stage, calls in sorted(by_stage.items()) if (p := empty_problem(stage, calls))]

@@ -241,7 +241,7 @@ def builder_of(name: str):
 # -- what may differ between two runs of the same inputs --------------------------------------------
 # Every other file under results/ is byte-identical on a rerun from the cache (aura_eval.digest;
 # tests/test_workflow.py checks it).
-VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit")}  # JSONL rows: only these fields differ
+VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit", "attempts", "wait_s")}  # JSONL rows: only these fields differ
 VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
                   "results/tables/run_summary.md",  # requests answered from the cache
                   "results/report/")  # the report's run section shows the summary above

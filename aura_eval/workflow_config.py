@@ -2,7 +2,8 @@
 
 The schema (schemas/config.schema.yaml) checks types and required keys; `check_config`
 checks what a schema cannot: that every role and agent names a defined model, and every
-action-only agent a defined agent. Both run before the first job.
+action-only agent a defined agent; `check_keys` that the key variable of every model in use
+is set. All run before the first job.
 """
 
 from __future__ import annotations
@@ -10,6 +11,13 @@ from __future__ import annotations
 ROLES = ("tagger", "judges", "validation_judges", "replacement_judge", "relevance", "generator", "reviewers",
          "classifier", "pair_generator", "pair_reviewers")
 CONSTRUCTION_ROLES = ("relevance", "generator", "reviewers", "classifier", "pair_generator", "pair_reviewers")
+
+
+# The variable litellm reads a provider's key from, where a model entry names none.
+PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+                 "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
+                 "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
+KEYLESS_PROVIDERS = ("aura_local",)  # the embedded model
 
 
 class ConfigError(ValueError):
@@ -45,3 +53,43 @@ def check_config(config: dict) -> None:
     for agent in (config.get("action_only") or {}).get("agents", []):
         if agent not in (config.get("agents") or {}):
             raise ConfigError(f"config: action_only.agents names {agent!r}, which is not under 'agents'")
+
+
+def check_keys(config: dict, environ) -> None:
+    """Raise ConfigError, naming each model and variable, when a used model's key is unset."""
+    missing = missing_keys(config, environ)
+    if missing:
+        raise ConfigError("provider keys missing (set them, or run with llm.replay: true on a finished "
+                          "run's cache):\n  " + "\n  ".join(missing))
+
+
+def used_models(config: dict) -> list[str]:
+    """The model entries some role or agent uses, sorted."""
+    names = set()
+    for value in (config.get("roles") or {}).values():
+        names |= set(value if isinstance(value, list) else [value])
+    names |= {spec.get("model") for spec in (config.get("agents") or {}).values()}
+    return sorted(n for n in names if n in (config.get("models") or {}))
+
+
+def key_variable(spec: dict) -> str | None:
+    """The environment variable a model entry's calls need, or None (embedded model, litellm's
+    canned answers, or a self-hosted endpoint that names no key variable)."""
+    provider = spec["model"].split("/", 1)[0] if "/" in spec["model"] else "openai"
+    if provider in KEYLESS_PROVIDERS or "mock_response" in (spec.get("params") or {}):
+        return None
+    if spec.get("api_key_env"):
+        return spec["api_key_env"]
+    return None if spec.get("api_base") else PROVIDER_KEYS.get(provider)
+
+
+def missing_keys(config: dict, environ) -> list[str]:
+    """One line per used model whose key variable is unset (none in replay mode: no call is made)."""
+    if (config.get("llm") or {}).get("replay"):
+        return []
+    missing = []
+    for name in used_models(config):
+        variable = key_variable(config["models"][name])
+        if variable and not environ.get(variable):
+            missing.append(f"model {name!r} ({config['models'][name]['model']}) needs {variable}, which is not set")
+    return missing

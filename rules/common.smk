@@ -1,5 +1,6 @@
 import glob
 import os
+import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -7,7 +8,8 @@ from snakemake.utils import validate
 from aura_eval import vocab
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT,
                              RELIABILITY_KINDS, TABLES, parse_run, run_name)
-from aura_eval.workflow_config import CONSTRUCTION_ROLES, ConfigError, canonical, check_config
+from aura_eval.stage import call_log_problems
+from aura_eval.workflow_config import CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys
 
 
 # References first (their message names the role and model), then the schema.

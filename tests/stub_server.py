@@ -1,10 +1,10 @@
 """A small OpenAI-compatible chat server on 127.0.0.1 for the model-module tests.
 
 Per model name, `script[model]` is a list of behaviours consumed one per request
-(then `default`): "ok", "429", "500", "timeout" (answers after `slow_s`),
+(then `default`, a behaviour or a function returning one): "drop" (the connection closes unanswered), "ok", "429", "500", "timeout" (answers after `slow_s`),
 "badjson" (a 200 whose content is not JSON) and "garbled" (a body that is not JSON).
-The 500 body echoes the Authorization header, so a test can check that a key
-never reaches a file.
+The 500 body echoes the Authorization header, and so may a responder, so a test can
+check that a key never reaches a file. "401" answers as a provider refusing the key does.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ class StubState:
         self.script: dict[str, list[str]] = {}
         self.default = "ok"
         self.content = '{"answer": "yes"}'
-        self.responder = None  # body -> content; when set, replaces `content`
+        self.responder = None  # (body, headers) -> content; when set, replaces `content`
         self.latency_s = 0.0
         self.slow_s = 3.0
+        self.retry_after_s: float | None = None  # a 429 sends Retry-After when set
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -31,7 +32,9 @@ class StubState:
     def next_behaviour(self, model: str) -> str:
         with self.lock:
             queue = self.script.get(model)
-            return queue.pop(0) if queue else self.default
+            if queue:
+                return queue.pop(0)
+            return self.default() if callable(self.default) else self.default
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -40,8 +43,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass
 
-    def _send(self, status: int, body: bytes):
+    def _send(self, status: int, body: bytes, headers: dict | None = None):
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -64,16 +69,22 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = state.next_behaviour(body["model"])
         time.sleep(state.latency_s)
         if behaviour == "429":
-            return self._send(429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}')
+            headers = {"Retry-After": str(state.retry_after_s)} if state.retry_after_s is not None else {}
+            return self._send(429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', headers)
         if behaviour == "500":
             echo = self.headers.get("Authorization", "")
             return self._send(500, json.dumps({"error": {"message": f"server error (saw {echo})"}}).encode())
+        if behaviour == "drop":  # the connection closes without an answer
+            self.close_connection = True
+            return None
+        if behaviour == "401":
+            return self._send(401, b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}')
         if behaviour == "garbled":
             return self._send(200, b"{this is not json")
         if behaviour == "timeout":
             time.sleep(state.slow_s)
         content = "not json {" if behaviour == "badjson" else (
-            state.responder(body) if state.responder else state.content)
+            state.responder(body, self.headers) if state.responder else state.content)
         reply = {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop",
@@ -104,7 +115,7 @@ def schema_instance(schema: dict):
     return {"string": STUB_TEXT, "boolean": True, "integer": 0, "number": 0.0, "null": None}.get(kind, STUB_TEXT)
 
 
-def schema_answer(body: dict) -> str:
+def schema_answer(body: dict, headers=None) -> str:
     """A responder: a valid answer to the request's JSON schema (a stand-in for a model)."""
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or {"type": "object"}

@@ -144,3 +144,14 @@ def test_flip_table_ignores_generated_counterparts():
                            {"m": {"model": "x", "group": "frontier", "vendor": "v"}})
     (flips,) = analysis.flip_table(frame).to_dict("records")
     assert (flips["RS5_flipped"], flips["RS5_safe_on_original"]) == (1, 1)
+
+
+def test_run_summary_warns_at_the_top_about_a_stage_without_usable_answers():
+    from aura_eval.run_tables import model_calls, run_summary
+
+    calls = [{"stage": "tag_steps", "item_id": f"s{i}", "endpoint": "m", "model": "openai/m", "cache_hit": False,
+              "status": "unparseable", "tokens_in": 1, "tokens_out": 1, "cost_usd": None} for i in range(4)]
+    calls.append({**calls[0], "stage": "relevance", "status": "ok"})
+    text = run_summary(4, {"m": {"model": "openai/m"}}, {"tagger": "m"}, 4, model_calls(calls), {})
+    assert text.startswith("**Warning — tag_steps: 0 of 4 answers usable: 4 unparseable, 0 failed.**")
+    assert "relevance" not in text.split("\n\n")[1]

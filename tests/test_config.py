@@ -6,7 +6,7 @@ import copy
 import pytest
 import yaml
 
-from aura_eval.workflow_config import ConfigError, canonical, check_config
+from aura_eval.workflow_config import ConfigError, canonical, check_config, missing_keys
 from tests.workflow import ROOT, planned_jobs, scratch_copy, snakemake
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -88,3 +88,29 @@ def test_canonical_sorts_mappings_and_keeps_lists():
     assert list(out) == ["a", "b"] and list(out["a"]) == ["c", "d"]
     assert out["b"] == [{"x": 2, "y": 1}, 3] and list(out["b"][0]) == ["x", "y"]
     assert canonical({"b": 1, "a": 2}) == canonical({"a": 2, "b": 1})
+
+
+def test_a_missing_key_stops_a_real_run_before_its_first_job(work, monkeypatch):
+    monkeypatch.delenv("AURA_UNSET_CRED", raising=False)
+    config = copy.deepcopy(DEFAULT)
+    config["models"]["remote"] = {"model": "openai/remote-model", "api_base": "http://127.0.0.1:9/v1",
+                                  "api_key_env": "AURA_UNSET_CRED"}
+    config["roles"]["tagger"] = "remote"
+    path = _config_file(work, "unset-key.yaml", config)
+    planned_jobs(work, "--configfile", str(path))  # a dry run makes no call: no key needed
+    proc = snakemake(work, "results/seeds/seeds.jsonl", "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    assert "model 'remote' (openai/remote-model) needs AURA_UNSET_CRED, which is not set" in proc.stdout + proc.stderr
+    assert not (work / "results/seeds/seeds.jsonl").exists()
+    config["llm"]["replay"] = True  # replay makes no call either
+    assert missing_keys(config, {}) == []
+
+
+def test_key_variables_of_models_in_use():
+    config = copy.deepcopy(DEFAULT)
+    assert missing_keys(config, {}) == []  # the embedded model needs no key
+    config["models"]["smollm2"] = {"model": "anthropic/claude-opus-4-6"}
+    config["models"]["unused"] = {"model": "openai/gpt-5.4"}
+    assert missing_keys(config, {}) == [
+        "model 'smollm2' (anthropic/claude-opus-4-6) needs ANTHROPIC_API_KEY, which is not set"]
+    assert missing_keys(config, {"ANTHROPIC_API_KEY": "x"}) == []

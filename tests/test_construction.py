@@ -94,9 +94,15 @@ def test_prefix_validity():
     ([True, None, None], False, 2), ([None, None, None], False, 3), ([False, False, True], False, 0),
     ([True, True, False, None, None], False, 2), ([True, True, True, None, False], True, 1)])
 def test_a_strict_majority_of_the_whole_panel_keeps(votes, kept, unparseable):
-    decision = panel_decision(votes)
+    decision = panel_decision(votes, ["ok" if v is not None else "unparseable" for v in votes])
     assert decision["kept"] is kept and decision["unparseable_votes"] == unparseable
     assert decision["keep_votes"] + decision["reject_votes"] + unparseable == len(votes)
+    assert decision["failed_votes"] == 0
+
+
+def test_failed_and_unparseable_votes_are_counted_apart():
+    decision = panel_decision([True, None, None], ["ok", "unparseable", "failed"])
+    assert (decision["kept"], decision["unparseable_votes"], decision["failed_votes"]) == (False, 1, 1)
 
 
 def test_candidates_respect_the_cap_deterministically():

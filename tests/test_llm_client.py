@@ -168,3 +168,50 @@ def test_prompt_values_are_never_template_source():
 
 def test_module_sets_offline_cost_map():
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_retry_after_is_honoured_and_counted(stub, llm_settings):
+    stub.state.script["stub"] = ["429", "429"]
+    stub.state.retry_after_s = 0.6
+    llm_settings["backoff_s"] = 0.01  # without Retry-After the waits would be near zero
+    client = ModelClient(llm_settings, "t", progress=False)
+    (result,) = client.run(make_requests(stub, 1))
+    assert result.status == "ok" and result.attempts == 3
+    assert 1.2 <= result.wait_s < 2.0
+    assert client.calls[0]["wait_s"] == result.wait_s and client.calls[0]["attempts"] == 3
+
+
+def test_the_total_wait_per_request_is_capped(stub, llm_settings):
+    stub.state.script["stub"] = ["429"] * 10
+    stub.state.retry_after_s = 0.5
+    llm_settings.update(max_retries=10, max_wait_s=1.2)
+    (result,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert result.status == "failed" and "RateLimitError" in result.error
+    assert result.attempts == 3 and result.wait_s <= 1.2  # a third wait would pass the cap
+
+
+def test_a_refused_key_is_never_retried(stub, llm_settings):
+    stub.state.script["stub"] = ["401"] * 5
+    client = ModelClient(llm_settings, "t", progress=False)
+    (result,) = client.run(make_requests(stub, 1))
+    assert result.status == "failed" and result.auth_error and client.calls_made == 1
+
+
+def test_identical_requests_in_one_batch_are_sent_once(stub, llm_settings):
+    stub.state.latency_s = 0.1
+    same = make_requests(stub, 1) * 3
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(same)
+    assert len(stub.state.requests) == 1 and client.calls_made == 1
+    assert [r.parsed for r in results] == [{"answer": "yes"}] * 3
+    assert [r.cache_hit for r in results].count(True) == 2
+
+
+def test_the_value_of_a_named_key_variable_is_scrubbed(monkeypatch):
+    from aura_eval.llm.client import scrub_secrets
+
+    monkeypatch.setenv("AURA_PLAIN_CRED", "value-0123456789")
+    text = "got value-0123456789; Authorization: Bearer abcdefghijk123; x-api-key: zzzzzzzz99"
+    assert scrub_secrets(text) == ("got value-0123456789; Authorization: Bearer <redacted>; "
+                                   "x-api-key: <redacted>")
+    assert scrub_secrets(text, {"AURA_PLAIN_CRED"}).startswith("got <AURA_PLAIN_CRED>;")

@@ -78,7 +78,8 @@ def test_construction_on_the_embedded_model(finished_run):
     for review in read["variation_reviews"]:
         assert len(review["votes"]) == 3 and {v["model"] for v in review["votes"]} == {
             "aura_local/smollm2-135m-instruct"}
-        assert review["kept"] == panel_decision([v["keep"] for v in review["votes"]])["kept"]
+        assert review["kept"] == panel_decision([v["keep"] for v in review["votes"]],
+                                                        [v["status"] for v in review["votes"]])["kept"]
     kept = {r["variation_id"] for r in read["variation_reviews"] if r["kept"]}
     pool = read["pool"]
     assert {i["item_id"] for i in pool} == {f"{p}.original" for p in prefixes} | kept

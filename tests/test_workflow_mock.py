@@ -13,14 +13,22 @@ from tests.stub_server import STUB_TEXT, StubServer, schema_answer
 from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, planned_jobs, scratch_copy, snakemake, suite_config
 
 
-def _answer(body: dict) -> str:
-    # The third reviewer of each panel never answers with JSON: its votes are unparseable.
-    return "not json {" if body["model"].endswith("reviewer-3") else schema_answer(body)
+def _answer(body: dict, headers) -> str:
+    # The third reviewer of each panel never answers with JSON: its votes are unparseable, and
+    # its text quotes the key it was sent (as some providers' error texts do).
+    if body["model"].endswith("reviewer-3"):
+        auth = headers.get("Authorization", "")
+        return f"not json {{ (saw Authorization: {auth}; key={auth.split()[-1]})"
+    return schema_answer(body)
+
+
+# A key whose variable's name does not look secret (no KEY/TOKEN/SECRET in it).
+STUB_CRED = "cred-7f3a9c21e8b4d6059a"
 
 
 @pytest.fixture(scope="module")
 def mock_run(tmp_path_factory):
-    os.environ.setdefault(STUB_KEY_ENV, "stub-key-not-secret")
+    os.environ[STUB_KEY_ENV] = STUB_CRED
     with StubServer() as server:
         server.state.responder = _answer
         work = scratch_copy(tmp_path_factory.mktemp("mock"))
@@ -78,6 +86,18 @@ def test_construction_stages_and_release(mock_run):
     assert table[0] == "stage,ours,paper" and f"prefixes,{n},211" in table and f"released rows,{len(items)},1249" in table
     card = (work / "results/dataset/README.md").read_text()
     assert f"- rows: {len(items)} from" in card and "| `counterpart_id` |" in card
+
+
+def test_no_key_reaches_any_file(mock_run):
+    """The stub quotes the key it was sent in every answer of one reviewer: the value of the
+    variable a model entry names never reaches results, logs, Snakemake's metadata or the cache."""
+    work, _ = mock_run
+    leaked = [str(p.relative_to(work)) for folder in ("results", "logs", ".snakemake", "cache")
+              for p in (work / folder).rglob("*") if p.is_file() and STUB_CRED.encode() in p.read_bytes()]
+    assert leaked == []
+    reviews = read_jsonl(work / "results/construct/variation_reviews.jsonl")
+    raw = [v["raw_response"] for r in reviews for v in r["votes"] if v["reviewer"] == "reviewer-3"]
+    assert raw and all("Bearer <redacted>" in text and "key=<AURA_STUB_CRED>" in text for text in raw)
 
 
 def test_every_stage_writes_traceable_rows(mock_run):

@@ -47,7 +47,7 @@ def planned_jobs(work: Path, *args: str) -> dict[str, int]:
     return jobs
 
 
-STUB_KEY_ENV = "AURA_STUB_KEY"  # the key variable the stub-served models of .test/config/mock.yaml name
+STUB_KEY_ENV = "AURA_STUB_CRED"  # the key variable the stub-served models of .test/config/mock.yaml name
 AGENT_MOCK = '{"thought": "mock thought", "action": "mock action"}'
 
 

@@ -113,16 +113,20 @@ def prefix_valid(truncated: list[dict], full: list[dict]) -> str | None:
     return None
 
 
-def panel_decision(votes: list[bool | None]) -> dict:
-    """A strict majority of the whole panel keeps; an unparseable vote (None) keeps nothing."""
-    return {"kept": tally(votes)["label"] is True, "keep_votes": sum(v is True for v in votes),
-            "reject_votes": sum(v is False for v in votes), "unparseable_votes": sum(v is None for v in votes)}
+def panel_decision(votes: list[bool | None], statuses: list[str]) -> dict:
+    """A strict majority of the whole panel keeps; a member who chose nothing (an unparseable
+    answer or a failed call, counted apart) keeps nothing."""
+    t = tally(votes, statuses)
+    return {"kept": t["label"] is True, "keep_votes": sum(v is True for v in votes),
+            "reject_votes": sum(v is False for v in votes), "unparseable_votes": t["unparseable_votes"],
+            "failed_votes": t["failed_votes"]}
 
 
 def review_row(item: dict, results: list[Result], criteria: tuple[str, ...], fields: tuple[str, ...]) -> dict:
     """One reviewed row (its `fields` copied): the panel decision and every member's vote."""
     votes = review_votes(results, criteria)
-    return {**{f: item[f] for f in fields}, **panel_decision([v["keep"] for v in votes]), "votes": votes}
+    return {**{f: item[f] for f in fields}, **panel_decision([v["keep"] for v in votes], [v["status"] for v in votes]),
+            "votes": votes}
 
 
 def review_votes(results: list[Result], criteria: tuple[str, ...]) -> list[dict]:

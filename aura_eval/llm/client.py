@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import re
 import sys
 import time
@@ -18,6 +17,7 @@ import time
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
 
 import litellm  # noqa: E402
+import tenacity  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from aura_eval.jsonl import write_jsonl  # noqa: E402
@@ -37,21 +37,100 @@ RETRYABLE = (
     litellm.APIConnectionError,
     litellm.BadGatewayError,
 )
+# Errors a retry cannot mend: a missing or refused key. litellm classes "Missing credentials"
+# as a server error, so the text decides too.
+AUTH_ERRORS = (litellm.AuthenticationError, litellm.PermissionDeniedError)
+_AUTH_TEXT = re.compile(r"missing credentials|api[_ ]key.*(not set|missing|invalid)|incorrect api key|unauthori[sz]ed",
+                        re.I)
+# Header values a provider's error text may quote: `Authorization: Bearer ...`, `x-api-key: ...`.
+_HEADER_VALUE = re.compile(r"(?i)\b(authorization|x-api-key|api-key)(['\"]?\s*[:=]\s*['\"]?)(bearer\s+)?"
+                           r"[^\s'\",};)]+")
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
-def _secrets() -> list[tuple[str, str]]:
-    return [(name, value) for name, value in os.environ.items()
-            if len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)", name.upper())]
+def is_auth_error(err: Exception) -> bool:
+    return isinstance(err, AUTH_ERRORS) or bool(_AUTH_TEXT.search(str(err)))
 
 
-def scrub_secrets(text: str | None) -> str | None:
-    """Replace the value of any secret-looking environment variable in `text` by its name."""
+def is_retryable(err: BaseException) -> bool:
+    return isinstance(err, RETRYABLE) and not is_auth_error(err)
+
+
+def _secrets(names=()) -> list[tuple[str, str]]:
+    """(name, value) of every variable named in `names` (the key variables the models name)
+    and of every variable whose name looks secret."""
+    found = {name: os.environ[name] for name in names if os.environ.get(name)}
+    found |= {name: value for name, value in os.environ.items()
+              if re.search(r"(KEY|TOKEN|SECRET|PASSWORD)", name.upper())}
+    return sorted(((n, v) for n, v in found.items() if len(v) >= 8), key=lambda nv: -len(nv[1]))
+
+
+def scrub_secrets(text: str | None, names=()) -> str | None:
+    """`text` with every secret value replaced by its variable's name, and every
+    Authorization / x-api-key / bearer value replaced by a mark."""
     if not text:
         return text
-    for name, value in _secrets():
+    for name, value in _secrets(names):
         if value in text:
             text = text.replace(value, f"<{name}>")
-    return text
+    text = _HEADER_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) or ''}<redacted>", text)
+    return _BEARER.sub("Bearer <redacted>", text)
+
+
+def retry_after_s(err: BaseException) -> float | None:
+    """The wait a rate-limited answer asks for: Retry-After (seconds or an HTTP date), or the
+    providers' reset headers (OpenAI's x-ratelimit-reset-requests, e.g. `1s` or `6m0s`)."""
+    headers = getattr(err, "litellm_response_headers", None) or getattr(getattr(err, "response", None),
+                                                                        "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            from email.utils import parsedate_to_datetime
+
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-reset"):
+        value = headers.get(name)
+        if value:
+            parts = re.findall(r"([\d.]+)(ms|s|m|h)", value)
+            if parts:
+                scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+                return sum(float(n) * scale[u] for n, u in parts)
+    return None
+
+
+class _Wait(tenacity.wait.wait_base):
+    """The provider's Retry-After where it gives one, else exponential backoff with jitter
+    (so parallel jobs do not retry in lockstep)."""
+
+    def __init__(self, backoff_s: float):
+        self.backoff = tenacity.wait_random_exponential(multiplier=backoff_s, max=60)
+
+    def __call__(self, retry_state) -> float:
+        asked = retry_after_s(retry_state.outcome.exception())
+        return asked if asked is not None else self.backoff(retry_state)
+
+
+class _StopAfterWait(tenacity.stop.stop_base):
+    """Stop when the next wait would take the request's total wait past `max_wait_s`."""
+
+    def __init__(self, max_wait_s: float, wait: _Wait):
+        self.max_wait_s, self.wait = max_wait_s, wait
+
+    def __call__(self, retry_state) -> bool:
+        return retry_state.idle_for + self.wait(retry_state) > self.max_wait_s
 
 
 class ModelClient:
@@ -65,14 +144,19 @@ class ModelClient:
         self.progress = progress
         self.calls: list[dict] = []
         self.calls_made = 0  # provider calls actually sent (retries included)
+        self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
         """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
+        self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         return asyncio.run(self._run_all(requests))
 
     def write_call_log(self, path) -> None:
         write_jsonl(path, self.calls, key=("item_id", "endpoint", "sample", "prompt"))
+
+    def scrub(self, text: str | None) -> str | None:
+        return scrub_secrets(text, self.key_names)
 
     # -- internals ------------------------------------------------------------
     def _limit(self, provider: str) -> int:
@@ -81,14 +165,25 @@ class ModelClient:
 
     async def _run_all(self, requests):
         semaphores: dict[str, asyncio.Semaphore] = {}
+        first: dict[str, asyncio.Task] = {}  # cache key -> the task that answers it
         bar = tqdm(total=len(requests), desc=self.stage, file=sys.stderr, disable=not self.progress,
                    mininterval=2.0)
 
-        async def one(req):
+        async def send(req, described, key):
             provider = req.endpoint.provider
             sem = semaphores.setdefault(provider, asyncio.Semaphore(self._limit(provider)))
             async with sem:
-                result = await self._call(req)
+                return await self._call(req, described, key)
+
+        async def one(req):
+            described = self._describe(req)
+            key = cache_key(described)
+            if key in first:  # the same request again in this job: one call, its answer shared
+                answered = await first[key]
+                result = self._shared(req, answered)
+            else:
+                first[key] = asyncio.ensure_future(send(req, described, key))
+                result = await first[key]
             bar.update(1)
             return result
 
@@ -99,6 +194,14 @@ class ModelClient:
         for result in results:
             self._log(result)
         return list(results)
+
+    def _shared(self, req: Request, answered: Result) -> Result:
+        if answered.status == "failed":
+            return Result(request=req, status="failed", error=answered.error, key=answered.key, latency_s=0.0)
+        result = self._result(req, self.cache.get(answered.key) or {"content": answered.content}, answered.key,
+                              cache_hit=True)
+        result.latency_s = 0.0
+        return result
 
     def _describe(self, req: Request) -> dict:
         ep = req.endpoint
@@ -112,9 +215,7 @@ class ModelClient:
         return {"type": "json_schema",
                 "json_schema": {"name": req.prompt_id, "schema": req.schema, "strict": False}}
 
-    async def _call(self, req: Request) -> Result:
-        described = self._describe(req)
-        key = cache_key(described)
+    async def _call(self, req: Request, described: dict, key: str) -> Result:
         cached = self.cache.get(key)
         if cached is not None:
             result = self._result(req, cached, key, cache_hit=True)
@@ -123,16 +224,22 @@ class ModelClient:
         if self.replay:
             raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
                                  f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample}")
-        response, error, latency = await self._with_retries(req, described)
+        response, error, attempts = await self._with_retries(req, described)
         if error is not None:
-            return Result(request=req, status="failed", error=error, key=key, latency_s=latency)
+            return Result(request=req, status="failed", error=error, key=key, latency_s=attempts["latency_s"],
+                          attempts=attempts["n"], wait_s=attempts["wait_s"], auth_error=attempts["auth"])
         self.cache.put(key, described, response)
-        return self._result(req, response, key, cache_hit=False)
+        result = self._result(req, response, key, cache_hit=False)
+        result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
+        return result
 
-    async def _with_retries(self, req, described) -> tuple[dict | None, str | None, float]:
-        """(response record, None, latency) or (None, error text, latency) after the last retry."""
-        max_retries = int(self.settings.get("max_retries", 5))
-        backoff = float(self.settings.get("backoff_s", 1.0))
+    async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
+        """(response record, None, attempts) or (None, error text, attempts) once retries are spent.
+
+        Retries (tenacity) on rate limits, server errors, timeouts and dropped connections,
+        never on a missing or refused key; waits what Retry-After asks, else backs off
+        exponentially with jitter; stops after `llm.max_retries` retries or when the next wait
+        would take the request past `llm.max_wait_s` of waiting in all."""
         kwargs = dict(model=req.endpoint.model, messages=req.messages, **req.endpoint.params,
                       timeout=float(self.settings.get("timeout_s", 120)), num_retries=0, max_retries=0)
         if req.endpoint.api_base:
@@ -141,21 +248,26 @@ class ModelClient:
             kwargs["api_key"] = os.environ.get(req.endpoint.api_key_env, "")
         if described["response_format"] is not None:
             kwargs["response_format"] = described["response_format"]
+        wait = _Wait(float(self.settings.get("backoff_s", 1.0)))
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
+            stop=tenacity.stop_after_attempt(int(self.settings.get("max_retries", 5)) + 1)
+            | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
         start = time.perf_counter()
-        for attempt in range(max_retries + 1):
-            self.calls_made += 1
-            try:
-                resp = await litellm.acompletion(**kwargs)
-            except RETRYABLE as err:
-                if attempt == max_retries:
-                    return None, scrub_secrets(f"{type(err).__name__}: {err}")[:1000], time.perf_counter() - start
-                # Exponential backoff with jitter so parallel jobs do not retry in lockstep.
-                await asyncio.sleep(backoff * 2 ** attempt * (0.5 + random.random()))
-                continue
-            except Exception as err:  # not retryable (bad request, auth, ...): recorded, never raised
-                return None, scrub_secrets(f"{type(err).__name__}: {err}")[:1000], time.perf_counter() - start
-            latency = time.perf_counter() - start
-            return self._response_record(req, resp, latency), None, latency
+        attempts = {"n": 0, "wait_s": 0.0, "auth": False, "latency_s": 0.0}
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts["n"] += 1
+                    self.calls_made += 1
+                    resp = await litellm.acompletion(**kwargs)
+        except Exception as err:  # spent or not retryable (bad request, auth, ...): recorded, never raised
+            attempts.update(wait_s=round(retrying.statistics.get("idle_for", 0.0), 3), auth=is_auth_error(err),
+                            latency_s=time.perf_counter() - start)
+            return None, self.scrub(f"{type(err).__name__}: {err}")[:1000], attempts
+        latency = time.perf_counter() - start
+        attempts.update(wait_s=round(retrying.statistics.get("idle_for", 0.0), 3), latency_s=latency)
+        return self._response_record(req, resp, latency), None, attempts
 
     def _response_record(self, req, resp, latency) -> dict:
         choice = resp.choices[0]
@@ -166,7 +278,7 @@ class ModelClient:
                 cost = float(litellm.completion_cost(completion_response=resp))
             except Exception:  # price unknown for this model
                 cost = None
-        return {"content": scrub_secrets(choice.message.content), "finish_reason": choice.finish_reason,
+        return {"content": self.scrub(choice.message.content), "finish_reason": choice.finish_reason,
                 "tokens_in": getattr(usage, "prompt_tokens", None),
                 "tokens_out": getattr(usage, "completion_tokens", None),
                 "cost_usd": cost, "latency_s": round(latency, 4)}
@@ -188,5 +300,6 @@ class ModelClient:
             "sample": r.sample, "key": result.key[:16], "cache_hit": result.cache_hit,
             "status": result.status, "tokens_in": result.tokens_in, "tokens_out": result.tokens_out,
             "latency_s": None if result.latency_s is None else round(result.latency_s, 3),
+            "attempts": result.attempts, "wait_s": result.wait_s, "auth_error": result.auth_error,
             "cost_usd": result.cost_usd, "error": result.error,
         })

@@ -80,6 +80,9 @@ class Result:
     latency_s: float | None = None
     cache_hit: bool = False
     key: str = ""
+    attempts: int = 0  # provider calls sent for it (0: answered from the cache)
+    wait_s: float = 0.0  # time spent waiting between attempts (rate limits, backoff)
+    auth_error: bool = False  # failed because the key is missing or refused
 
     def provenance(self) -> dict:
         """The fields every output row carries about the call that produced it."""
