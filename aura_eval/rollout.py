@@ -56,10 +56,15 @@ def split_output(text: str | None, fmt: str) -> tuple[str | None, str | None, st
     return thought, action, None
 
 
-def rollout_request(item: dict, endpoint: Endpoint, prompt, agent: str) -> Request:
+def rollout_request(item: dict, endpoint: Endpoint, prompt, agent: str, fmt: str = REACT,
+                    agent_entry: dict | None = None) -> Request:
+    # The facts reach only the simulator (aura_sim), never a provider: see Request.facts.
+    facts = {"agent": agent, "format": fmt, "group": (agent_entry or {}).get("group"),
+             "vendor": (agent_entry or {}).get("vendor"), "pair_label": item["pair_label"],
+             "dimension": item["dimension"]}
     return Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id,
                    prompt_version=prompt.version, role=f"agent:{agent}", schema=prompt.schema,
-                   messages=prompt.messages(profile=item["profile"], context=render_context(item)))
+                   messages=prompt.messages(profile=item["profile"], context=render_context(item)), facts=facts)
 
 
 def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
@@ -79,14 +84,15 @@ def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
 
 
 def run(items_path, out_path, calls_path, llm: dict, run: str, output: str, model: list[dict], threads=None,
-        progress=True) -> dict:
+        progress=True, agent_entry: dict | None = None) -> dict:
     """rollout stage for one run (agent × format): `items_path` is the dataset, or the
-    action-only subset for an action-only run; `output` the agent's answer format."""
+    action-only subset for an action-only run; `output` the agent's answer format;
+    `agent_entry` the agent's config entry (its group and vendor)."""
     agent, fmt = parse_run(run)
     (agent_endpoint,) = endpoints(model)
     prompt = load_prompt(AGENT_PROMPTS[(fmt, output)])
     rows = run_stage(f"rollout:{run}", llm, read_jsonl(items_path),
-                     lambda item: rollout_request(item, agent_endpoint, prompt, agent),
+                     lambda item: rollout_request(item, agent_endpoint, prompt, agent, fmt, agent_entry),
                      lambda item, result: rollout_row(item, result, agent, fmt), out_path, "item_id", calls_path,
                      threads, progress)
     return status_counts(rows)

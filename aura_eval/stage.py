@@ -49,8 +49,8 @@ class StageRun:
     the job with StageFailed, after every output is written and every success cached."""
 
     def __init__(self, stage: str, llm: dict, calls_path, threads: int | None = None, progress: bool = True):
-        # The client is imported here, once for the whole package: it loads litellm (seconds),
-        # which only a job that calls models should pay.
+        # The client is imported here, once for the whole package; it loads litellm (seconds)
+        # only when a request needs it, so a job of simulated models never does.
         from aura_eval.llm import local
         from aura_eval.llm.client import ModelClient
 

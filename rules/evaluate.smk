@@ -12,6 +12,7 @@ rule rollout:
         llm=llm_settings(),
         model=run_model,
         output=run_output_format,
+        agent=run_agent_entry,
     conda:
         "../envs/aura.yaml"
     script:

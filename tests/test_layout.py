@@ -1,5 +1,5 @@
 """The package's shape: modules import only modules earlier in the flow of files, and nothing
-but a model job loads litellm."""
+but a model job that calls a litellm provider loads litellm."""
 
 import ast
 import subprocess
@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.local", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
+        "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "analysis",
         "run_tables", "figures", "render", "digest"]
@@ -51,12 +51,24 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "stage", "seeds", "tagging", "construct.variation",
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
                "validation", "analysis", "run_tables", "figures", "render", "digest"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_simulated_model_job_never_imports_litellm(tmp_path):
+    code = ("import sys; from aura_eval.stage import run_stage; from aura_eval.llm.types import Endpoint, Request; "
+            "ep = Endpoint(name='j', model='aura_sim/judge'); "
+            "rows = run_stage('s', {'cache': sys.argv[1] + '/c.sqlite'}, [1, 2], lambda u: Request(item_id=str(u), "
+            "endpoint=ep, messages=[{'role': 'user', 'content': 'x'}], prompt_id='judge_action_safety', "
+            "prompt_version=1, role='judge', schema=None), lambda u, r: {'id': str(u), 'status': r.status}, "
+            "sys.argv[1] + '/out.jsonl', 'id', sys.argv[1] + '/calls.jsonl', progress=False); "
+            "print(len(rows), 'litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "2 False"
 
 
 def test_every_registered_table_and_figure_has_its_builder():

@@ -14,32 +14,40 @@ import re
 import sys
 import time
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
+import tenacity
+from tqdm import tqdm
 
-import litellm  # noqa: E402
-import tenacity  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+from aura_eval.jsonl import write_jsonl
+from aura_eval.llm import local, sim
+from aura_eval.llm.cache import ResponseCache, cache_key
+from aura_eval.llm.types import CacheMissError, Request, Result, parse_json
 
-from aura_eval.jsonl import write_jsonl  # noqa: E402
-from aura_eval.llm import local  # noqa: E402
-from aura_eval.llm.cache import ResponseCache, cache_key  # noqa: E402
-from aura_eval.llm.types import CacheMissError, Request, Result, parse_json  # noqa: E402
+_litellm = None
 
-litellm.telemetry = False
-litellm.suppress_debug_info = True
-local.register()
 
-RETRYABLE = (
-    litellm.RateLimitError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.Timeout,
-    litellm.APIConnectionError,
-    litellm.BadGatewayError,
-)
+def litellm_module():
+    """litellm, imported on the first request that needs it (seconds of CPU and some 200 MB,
+    which a job whose models are all simulated never pays), with both in-process providers."""
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        local.register(litellm)
+        sim.register(litellm)
+        _litellm = litellm
+    return _litellm
+
+
+def _retryable_errors(lit) -> tuple:
+    return (lit.RateLimitError, lit.InternalServerError, lit.ServiceUnavailableError, lit.Timeout,
+            lit.APIConnectionError, lit.BadGatewayError)
+
+
 # Errors a retry cannot mend: a missing or refused key. litellm classes "Missing credentials"
 # as a server error, so the text decides too.
-AUTH_ERRORS = (litellm.AuthenticationError, litellm.PermissionDeniedError)
 _AUTH_TEXT = re.compile(r"missing credentials|api[_ ]key.*(not set|missing|invalid)|incorrect api key|unauthori[sz]ed",
                         re.I)
 # Header values a provider's error text may quote: `Authorization: Bearer ...`, `x-api-key: ...`.
@@ -49,11 +57,12 @@ _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
 def is_auth_error(err: Exception) -> bool:
-    return isinstance(err, AUTH_ERRORS) or bool(_AUTH_TEXT.search(str(err)))
+    lit = litellm_module()
+    return isinstance(err, (lit.AuthenticationError, lit.PermissionDeniedError)) or bool(_AUTH_TEXT.search(str(err)))
 
 
 def is_retryable(err: BaseException) -> bool:
-    return isinstance(err, RETRYABLE) and not is_auth_error(err)
+    return isinstance(err, _retryable_errors(litellm_module())) and not is_auth_error(err)
 
 
 def _secrets(names=()) -> list[tuple[str, str]]:
@@ -145,12 +154,23 @@ class ModelClient:
         self.calls: list[dict] = []
         self.calls_made = 0  # provider calls actually sent (retries included)
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
+        self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
         """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
-        return asyncio.run(self._run_all(requests))
+        results: list[Result | None] = [None] * len(requests)
+        remote = []
+        for i, req in enumerate(requests):
+            if req.endpoint.provider == sim.PROVIDER:
+                results[i] = self._simulate(req)
+            else:
+                remote.append(i)
+        if remote:
+            for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):
+                results[i] = result
+        return results
 
     def write_call_log(self, path) -> None:
         write_jsonl(path, self.calls, key=("item_id", "endpoint", "sample", "prompt"))
@@ -159,6 +179,21 @@ class ModelClient:
         return scrub_secrets(text, self.key_names)
 
     # -- internals ------------------------------------------------------------
+    def _simulate(self, req: Request) -> Result:
+        """The simulator's answer, in-process and without the cache (recomputing it is cheaper
+        than a lookup, and it is the same on every run; replay mode answers it too)."""
+        if self._sim_params is None:
+            self._sim_params = sim.planted(self.settings.get("simulation"))
+        key = cache_key(self._describe(req))
+        start = time.perf_counter()
+        content = sim.respond(req, params=self._sim_params)
+        self.calls_made += 1
+        result = self._result(req, {"content": content, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
+                                    "latency_s": time.perf_counter() - start}, key, cache_hit=False)
+        result.attempts = 1
+        self._log(result)
+        return result
+
     def _limit(self, provider: str) -> int:
         limits = self.settings.get("concurrency", {})
         return int(limits.get(provider, limits.get("default", 8)))
@@ -205,9 +240,12 @@ class ModelClient:
 
     def _describe(self, req: Request) -> dict:
         ep = req.endpoint
-        return {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
-                "params": {k: ep.params[k] for k in sorted(ep.params)},
-                "response_format": self._response_format(req), "sample": req.sample}
+        described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
+                     "params": {k: ep.params[k] for k in sorted(ep.params)},
+                     "response_format": self._response_format(req), "sample": req.sample}
+        if ep.provider == sim.PROVIDER:  # the simulator's answer depends on the item's facts too
+            described["facts"] = req.facts
+        return described
 
     def _response_format(self, req: Request):
         if req.schema is None or not req.endpoint.structured_output:
@@ -260,7 +298,7 @@ class ModelClient:
                 with attempt:
                     attempts["n"] += 1
                     self.calls_made += 1
-                    resp = await litellm.acompletion(**kwargs)
+                    resp = await litellm_module().acompletion(**kwargs)
         except Exception as err:  # spent or not retryable (bad request, auth, ...): recorded, never raised
             attempts.update(wait_s=round(retrying.statistics.get("idle_for", 0.0), 3), auth=is_auth_error(err),
                             latency_s=time.perf_counter() - start)
@@ -275,7 +313,7 @@ class ModelClient:
         cost = 0.0 if req.endpoint.provider == local.PROVIDER else None
         if cost is None:
             try:
-                cost = float(litellm.completion_cost(completion_response=resp))
+                cost = float(litellm_module().completion_cost(completion_response=resp))
             except Exception:  # price unknown for this model
                 cost = None
         return {"content": self.scrub(choice.message.content), "finish_reason": choice.finish_reason,

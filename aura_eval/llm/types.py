@@ -33,6 +33,7 @@ class Endpoint:
     api_base: str | None = None
     api_key_env: str | None = None  # the name of the variable holding the key, never the key
     structured_output: bool = True
+    vendor: str | None = None  # the model entry's vendor (leave-one-vendor-out; the simulator's judges)
 
     @property
     def provider(self) -> str:
@@ -47,7 +48,7 @@ def endpoint_from(name: str, spec: dict) -> Endpoint:
                        f"(allowed: {', '.join(SAMPLING_PARAMS)})")
     return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
                     api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                    structured_output=spec.get("structured_output", True))
+                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"))
 
 
 def endpoints(entries: list[dict]) -> list[Endpoint]:
@@ -65,6 +66,9 @@ class Request:
     role: str
     schema: dict | None = None
     sample: int = 0
+    # What the stage knows of the item (pair label, dimension, the agent's group): only the
+    # simulator (aura_sim) reads it; it is never sent to a provider nor part of the cache key.
+    facts: dict | None = None
 
 
 @dataclass
