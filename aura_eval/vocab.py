@@ -196,11 +196,12 @@ TABLES = dict([
 FIGURES = dict(
     _table(name, "figures", inputs, caption, formats=("png", "svg")) for name, inputs, caption in [
         ("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
-        ("fig4_unsafe_by_detection", ["frame"], "Figure 4: unsafe rate by detection level"),
-        ("fig5_action_types", ["frame"], "Figure 5: action types"),
-        ("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension"),
+        ("fig4_unsafe_by_detection", ["frame"],
+         "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),
+        ("fig5_action_types", ["frame"], "Figure 5: action types and their unsafe share, per model, NSP and SP"),
+        ("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension, NSP and SP, with the model mean"),
         ("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
-        ("fig8_detection_by_action", ["frame"], "Figure 8: detection × action type"),
+        ("fig8_detection_by_action", ["frame"], "Figure 8: NSP unsafe rate per detection × action type, per model"),
     ])
 
 
