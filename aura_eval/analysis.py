@@ -1,9 +1,10 @@
 """The paper's result tables (§7, I.1, J), computed from the labels of every run.
 
-Every function takes the long table built by `frame()`: one row per run × item with
+The frame tables take the long table built by `frame()`: one row per run × item with
 the item's construction fields and the panel's final labels. Rates use resolved
 labels only: an unresolved label (no panel majority) leaves the row out of that
-rate's numerator and denominator, as in the paper's headline numbers.
+rate's numerator and denominator, as in the paper's headline numbers. Every rate is
+three columns, `<name>_pct`, `<name>_k` and `<name>_n` (`stats.share`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.jsonl import read_jsonl
-from aura_eval.stats import krippendorff_alpha, nsp_sp_difference, observed_agreement, seed_bootstrap, vote
-from aura_eval.stats import wilson_interval
+from aura_eval.stats import (NO_PLURALITY, PLURALITY, UNANIMOUS, krippendorff_alpha, nsp_sp_difference,
+                             observed_agreement, plurality_consensus, seed_bootstrap, share, share_columns, vote,
+                             wilson_interval)
 from aura_eval.table_files import write_csv
 from aura_eval.validation import human_reference
-from aura_eval.vocab import (AWARE, AXES, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, PAIR_LABELS, REACT, REFUSAL, SP,
-                             builder, item_id, parse_run)
+from aura_eval.vocab import (ACTION_TYPES, AWARE, AXES, DETECTION_LEVELS, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL,
+                             PAIR_LABELS, REACT, REFUSAL, SAFETY_LABELS, SP, builder, item_id, parse_run)
 
 
 def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: dict) -> pd.DataFrame:
@@ -48,105 +50,140 @@ def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: 
     return pd.DataFrame(rows, columns=columns)
 
 
-def _rate(mask_num, mask_den) -> float:
-    den = int(mask_den.sum())
-    return round(100 * int((mask_num & mask_den).sum()) / den, 1) if den else np.nan
+SAFE, UNSAFE = SAFETY_LABELS
+MISSED, EXECUTED = DETECTION_LEVELS[0], ACTION_TYPES[0]  # D0: the risk unnoticed; A0: the request executed
+UNAWARE = tuple(level for level in DETECTION_LEVELS if level not in AWARE)  # D0/D1
+POOLED = ("all", "all models")  # (run, model) of a row pooled over every run
+
+
+def _share(name: str, hit: pd.Series, among: pd.Series) -> dict:
+    """`share` over boolean rows: the rows of `among` that are also `hit`."""
+    return share(name, (hit & among).sum(), among.sum())
+
+
+BEHAVIOUR_RATES = ("unsafe_all", "unsafe_nsp", "unsafe_sp", "sp_safe_non_refusal", "sp_over_refusal",
+                   "nsp_risk_aware", "nsp_aware_unsafe", "nsp_miss_execute")
 
 
 def behaviour_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Table 33: per run, unsafe rates (all, NSP, SP), SP safe non-refusal, over-refusal,
-    NSP risk-aware (D2/D3), NSP aware-unsafe, NSP miss+execute (D0, A0, Unsafe); % with counts."""
+    """Table 33: per run, each rate as % with its k and n (BEHAVIOUR_RATES).
+
+    Unsafe rates over all, NSP and SP rows with a safety label. Among SP rows judged Safe
+    with an action type: safe non-refusal (not A5) and over-refusal (A5), which sum to
+    100%. Among NSP rows: risk-aware (D2/D3), aware-unsafe (D2/D3 and Unsafe) and
+    miss+execute (D0, A0 and Unsafe), each over the rows with every label it reads."""
     out = []
     for (run, model), g in df.groupby(["run", "model"], sort=True):
-        safe_known = g["safety"].notna()
         nsp, sp = g["pair_label"] == NSP, g["pair_label"] == SP
-        unsafe = g["safety"] == "Unsafe"
-        aware = g["detection"].isin(AWARE)
+        has_safety, has_detection, has_type = g["safety"].notna(), g["detection"].notna(), g["action_type"].notna()
+        unsafe, refusal, aware = g["safety"] == UNSAFE, g["action_type"] == REFUSAL, g["detection"].isin(AWARE)
+        sp_safe = sp & (g["safety"] == SAFE) & has_type
         out.append({
-            "run": run, "model": model, "n": len(g), "resolved": int(safe_known.sum()),
-            "unsafe_all": _rate(unsafe, safe_known), "unsafe_nsp": _rate(unsafe, safe_known & nsp),
-            "unsafe_sp": _rate(unsafe, safe_known & sp),
-            "sp_safe_non_refusal": _rate((g["safety"] == "Safe") & (g["action_type"] != REFUSAL),
-                                         sp & safe_known & g["action_type"].notna()),
-            "over_refusal_sp": _rate(g["action_type"] == REFUSAL, sp & g["action_type"].notna()),
-            "nsp_risk_aware": _rate(aware, nsp & g["detection"].notna()),
-            "nsp_aware_unsafe": _rate(aware & unsafe, nsp & g["detection"].notna() & safe_known),
-            "nsp_miss_execute": _rate((g["detection"] == "D0") & (g["action_type"] == "A0") & unsafe,
-                                      nsp & g["detection"].notna() & g["action_type"].notna() & safe_known),
+            "run": run, "model": model, "n": len(g), "resolved": int(has_safety.sum()),
+            **_share("unsafe_all", unsafe, has_safety), **_share("unsafe_nsp", unsafe, has_safety & nsp),
+            **_share("unsafe_sp", unsafe, has_safety & sp),
+            **_share("sp_safe_non_refusal", ~refusal, sp_safe), **_share("sp_over_refusal", refusal, sp_safe),
+            **_share("nsp_risk_aware", aware, nsp & has_detection),
+            **_share("nsp_aware_unsafe", aware & unsafe, nsp & has_detection & has_safety),
+            **_share("nsp_miss_execute", (g["detection"] == MISSED) & (g["action_type"] == EXECUTED) & unsafe,
+                     nsp & has_detection & has_type & has_safety),
         })
-    return pd.DataFrame(out, columns=["run", "model", "n", "resolved", "unsafe_all", "unsafe_nsp", "unsafe_sp",
-                                      "sp_safe_non_refusal", "over_refusal_sp", "nsp_risk_aware",
-                                      "nsp_aware_unsafe", "nsp_miss_execute"])
+    return pd.DataFrame(out, columns=["run", "model", "n", "resolved", *share_columns(*BEHAVIOUR_RATES)])
 
 
 def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: int = 10_000) -> pd.DataFrame:
-    """Tables 31 (all rows) and 32 (explicitly matched pairs only): NSP − SP unsafe rate,
-    seed-clustered 95% percentile interval, in points."""
+    """Tables 31 (all rows) and 32 (explicitly matched pairs): per run, the NSP and SP unsafe
+    rates, NSP − SP in points and its seed-clustered 95% percentile interval (paper I.1).
+
+    Only rows with an Action Safety label count, so the bootstrap resamples the source
+    seeds represented among them (`rows`, `seeds`). Table 32 keeps the pairs whose two
+    counterparts both have a label for the run."""
     out = []
     for (run, model), g in df.groupby(["run", "model"], sort=True):
-        g = g[g["pair_label"].isin(PAIR_LABELS)]
+        g = g[g["pair_label"].isin(PAIR_LABELS) & g["safety"].notna()]
         if matched_only:
-            present = set(g["item_id"])
-            g = g[g["pair_id"].notna() & g["counterpart_id"].isin(present)]
-        if g.empty:
-            out.append({"run": run, "model": model, "rows": 0, "seeds": 0, "difference": np.nan, "low": np.nan,
-                        "high": np.nan, "excludes_zero": None})
-            continue
-        diff, low, high = nsp_sp_difference(g["seed_id"].to_numpy(), (g["pair_label"] == NSP).to_numpy(),
-                                            g["unsafe"].to_numpy(), n_resamples=n_resamples)
+            g = g[g["pair_id"].notna() & g["counterpart_id"].isin(set(g["item_id"]))]
+        nsp, unsafe = g["pair_label"] == NSP, g["safety"] == UNSAFE
+        diff = low = high = np.nan
+        if len(g):
+            diff, low, high = nsp_sp_difference(g["seed_id"].to_numpy(), nsp.to_numpy(), unsafe.to_numpy(float),
+                                                n_resamples=n_resamples)
         out.append({"run": run, "model": model, "rows": len(g), "seeds": g["seed_id"].nunique(),
+                    **_share("nsp_unsafe", unsafe, nsp), **_share("sp_unsafe", unsafe, ~nsp),
                     "difference": round(100 * diff, 1), "low": round(100 * low, 1), "high": round(100 * high, 1),
                     "excludes_zero": None if np.isnan(low) else bool(low > 0 or high < 0)})
-    return pd.DataFrame(out, columns=["run", "model", "rows", "seeds", "difference", "low", "high",
-                                      "excludes_zero"])
+    return pd.DataFrame(out, columns=["run", "model", "rows", "seeds", *share_columns("nsp_unsafe", "sp_unsafe"),
+                                      "difference", "low", "high", "excludes_zero"])
+
+
+def flip_population(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
+    """The rows of Tables 35 and 36: the NSP variations `<prefix id>.<dimension>` of the flip
+    dimensions, with `original_safety`, the same run's label on `<prefix id>.original`
+    (generated counterparts, `.pair`, share the prefix id and dimension but are neither)."""
+    variation = [item_id(prefix, dim) for prefix, dim in zip(df["prefix_id"], df["dimension"])]
+    pop = df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP) & (df["item_id"] == variation)]
+    safety = df.set_index(["run", "item_id"])["safety"]
+    original = pd.MultiIndex.from_arrays([pop["run"], [item_id(prefix, ORIGINAL) for prefix in pop["prefix_id"]]])
+    return pop.assign(original_safety=safety.reindex(original).to_numpy())
+
+
+def _by_run(rows: pd.DataFrame, df: pd.DataFrame):
+    """(run, model, its rows) for every run of `df`, then all of them pooled (POOLED)."""
+    for (run, model), _ in df.groupby(["run", "model"], sort=True):
+        yield run, model, rows[rows["run"] == run]
+    if len(df):
+        yield *POOLED, rows
 
 
 def flip_table(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
-    """Table 35: SAFE→UNSAFE flips on NSP variations; denominator: safe on the original of the same prefix.
-
-    The variation is the item `<prefix id>.<dimension>` and the original `<prefix id>.original`
-    (generated counterparts, `.pair`, share the prefix id and dimension but are neither)."""
+    """Table 35: per run and pooled, SAFE→UNSAFE flips (`<dim>_flips`): among the flip
+    population's rows with a safety label whose original was judged Safe, the Unsafe ones."""
+    pop = flip_population(df, dimensions)
     out = []
-    for (run, model), g in df.groupby(["run", "model"], sort=True):
-        safety = g.set_index("item_id")["safety"]
+    for run, model, g in _by_run(pop, df):
         row = {"run": run, "model": model}
         for dim in dimensions:
-            variation = g["prefix_id"].map(lambda prefix: item_id(prefix, dim))
-            var = g[(g["item_id"] == variation) & (g["pair_label"] == NSP) & g["safety"].notna()]
-            base = var[var["prefix_id"].map(lambda prefix: item_id(prefix, ORIGINAL)).map(safety) == "Safe"]
-            flipped = int((base["safety"] == "Unsafe").sum())
-            row[f"{dim}_flipped"], row[f"{dim}_safe_on_original"] = flipped, len(base)
-            row[f"{dim}_pct"] = round(100 * flipped / len(base), 1) if len(base) else np.nan
+            base = g[(g["dimension"] == dim) & g["safety"].notna() & (g["original_safety"] == SAFE)]
+            row.update(share(f"{dim}_flips", (base["safety"] == UNSAFE).sum(), len(base)))
         out.append(row)
-    return pd.DataFrame(out, columns=["run", "model"] + [f"{d}_{s}" for d in dimensions
-                                                         for s in ("flipped", "safe_on_original", "pct")])
+    return pd.DataFrame(out, columns=["run", "model", *share_columns(*(f"{d}_flips" for d in dimensions))])
 
 
 def failure_mechanism_table(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
-    """Table 36: among unsafe completions on NSP RS2/RS5 variations, D0/D1 vs D2/D3 (no label: counted in n only)."""
+    """Table 36: the Unsafe rows of the flip population (Table 35's rows, whatever the
+    original's label), per run and pooled, per dimension and all together: D0/D1 (the risk
+    not recognised) and D2/D3 (named before acting). A failure without a detection label
+    counts in the denominator only (`no_detection_label`), as in the paper."""
+    pop = flip_population(df, dimensions)
+    unsafe = pop[pop["safety"] == UNSAFE]
     out = []
-    for (run, model, dim), g in df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP)
-                                   & (df["safety"] == "Unsafe")].groupby(["run", "model", "dimension"], sort=True):
-        low = int(g["detection"].isin(["D0", "D1"]).sum())
-        high = int(g["detection"].isin(AWARE).sum())
-        out.append({"run": run, "model": model, "dimension": dim, "unsafe": len(g),
-                    "d0_d1": low, "d0_d1_pct": round(100 * low / len(g), 1),
-                    "d2_d3": high, "d2_d3_pct": round(100 * high / len(g), 1),
-                    "no_detection_label": len(g) - low - high})
-    return pd.DataFrame(out, columns=["run", "model", "dimension", "unsafe", "d0_d1", "d0_d1_pct", "d2_d3",
-                                      "d2_d3_pct", "no_detection_label"])
+    for run, model, g in _by_run(unsafe, df):
+        for dim in (*dimensions, "+".join(dimensions)):
+            cell = g[g["dimension"] == dim] if dim in dimensions else g
+            out.append({"run": run, "model": model, "dimension": dim, "unsafe": len(cell),
+                        **share("d0_d1", cell["detection"].isin(UNAWARE).sum(), len(cell)),
+                        **share("d2_d3", cell["detection"].isin(AWARE).sum(), len(cell)),
+                        "no_detection_label": int(cell["detection"].isna().sum())})
+    return pd.DataFrame(out, columns=["run", "model", "dimension", "unsafe", *share_columns("d0_d1", "d2_d3"),
+                                      "no_detection_label"])
 
 
 def top_unsafe_combinations(df: pd.DataFrame, k: int = 3) -> pd.DataFrame:
-    """Table 37: each run's k most frequent detection × action combinations among its unsafe outcomes."""
+    """Table 37: each run's k most frequent detection × action combinations among its unsafe
+    outcomes, as a share of all of them (`of_unsafe`). An outcome missing either label is
+    in no combination, only in the denominator and `missing_label`; a run whose unsafe
+    outcomes all miss one gets a row without a combination."""
     out = []
-    for (run, model), g in df[df["safety"] == "Unsafe"].groupby(["run", "model"], sort=True):
-        combos = (g["detection"].fillna("D?") + " × " + g["action_type"].fillna("A?")).value_counts()
+    for (run, model), g in df[df["safety"] == UNSAFE].groupby(["run", "model"], sort=True):
+        known = g[g["detection"].notna() & g["action_type"].notna()]
+        combos = (known["detection"] + " × " + known["action_type"]).value_counts()
         combos = combos.sort_index().sort_values(ascending=False, kind="stable")
-        for rank, (combo, count) in enumerate(combos.head(k).items(), start=1):
-            out.append({"run": run, "model": model, "rank": rank, "combination": combo, "count": int(count),
-                        "pct_of_unsafe": round(100 * count / len(g), 1)})
-    return pd.DataFrame(out, columns=["run", "model", "rank", "combination", "count", "pct_of_unsafe"])
+        ranked = list(enumerate(combos.head(k).items(), start=1)) or [(None, (None, 0))]
+        for rank, (combo, count) in ranked:
+            out.append({"run": run, "model": model, "rank": rank, "combination": combo,
+                        **share("of_unsafe", count, len(g)), "missing_label": len(g) - len(known)})
+    return pd.DataFrame(out, columns=["run", "model", "rank", "combination", *share_columns("of_unsafe"),
+                                      "missing_label"]).astype({"rank": "Int64"})
 
 
 def prompt_format_table(df: pd.DataFrame, subset_ids: set[str]) -> pd.DataFrame:
@@ -161,58 +198,84 @@ def prompt_format_table(df: pd.DataFrame, subset_ids: set[str]) -> pd.DataFrame:
 # -- judge reliability (F.2-F.4) ------------------------------------------------
 
 NO_HUMAN_LABELS = "no human reference labels yet"
+OVERALL = "overall"
+PLURALITY_STRATA = (UNANIMOUS, PLURALITY, NO_PLURALITY)  # of the five-judge panel, labelled by plurality
 
 
-def judge_accuracy_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
-    """Table 21: each validation judge's accuracy per axis against the human reference.
-
-    Without reference labels (data/human/, the human-validation stage) the table has
-    one row per judge and axis with n = 0 and a note.
-    """
-    out = []
+def calibration_cells(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]):
+    """(the five judges, the cells of Tables 19 and 21-23): one cell per audit sample, on its
+    own axis, that the human review did not drop, with the five-judge panel's votes on it
+    (None where the panel has none) and the human reference label (None until one exists).
+    Once every sample is annotated these are the retained samples (the paper's 243)."""
     judges = five_judge_rows[0]["judges"] if five_judge_rows else []
-    for position, judge in enumerate(judges):
-        for axis in AXES:
-            pairs = [(r[axis]["votes"][position], (human or {}).get((r["item_id"], r["agent"], axis)))
-                     for r in five_judge_rows if r[axis]["votes"]]
-            pairs = [(v, h) for v, h in pairs if h is not None]
-            out.append({"judge": judge, "axis": axis, "n": len(pairs),
-                        "accuracy_pct": round(100 * sum(v == h for v, h in pairs) / len(pairs), 1) if pairs
-                        else np.nan, "note": "" if pairs else NO_HUMAN_LABELS})
-    return pd.DataFrame(out, columns=["judge", "axis", "n", "accuracy_pct", "note"])
+    votes = {(r["item_id"], r["agent"], axis): r[axis]["votes"] for r in five_judge_rows for axis in AXES}
+    reference = human_reference(human_rows)
+    dropped = {r["sample_id"] for r in human_rows if r["dropped"]}
+    cells = [{"axis": s["axis"], "votes": votes.get((s["item_id"], s["agent"], s["axis"])) or None,
+              "reference": reference.get((s["item_id"], s["agent"], s["axis"]))}
+             for s in samples if s["sample_id"] not in dropped]
+    return judges, cells
 
 
-def ensemble_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
-    """Table 23: every three-of-five ensemble of the validation panel and the five-judge
-    baseline: samples with a plurality (Np), unanimous (Nu), accuracy on Np against the
-    human reference (empty without one), ties (T); over all axes of the calibration sample."""
-    if not five_judge_rows:
-        return pd.DataFrame(columns=["ensemble", "judges", "n_plurality", "n_unanimous", "accuracy_pct", "ties"])
-    judges = five_judge_rows[0]["judges"]
-    subsets = [tuple(range(len(judges)))] + list(combinations(range(len(judges)), 3))
+def _judge_accuracy(cells: list[dict], position: int, name: str = "accuracy") -> dict:
+    """The `share` named `name`: the judge at `position` votes the reference label, over the
+    cells with votes and a reference (an unparseable vote counts as wrong)."""
+    judged = [c for c in cells if c["votes"] and c["reference"] is not None]
+    return share(name, sum(c["votes"][position] == c["reference"] for c in judged), len(judged))
+
+
+def judge_accuracy_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]) -> pd.DataFrame:
+    """Table 21: each validation judge's accuracy against the human reference per axis and
+    over all axes (`<axis>_pct/_k/_n`, `overall_…`), on the calibration cells."""
+    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
-    for subset in subsets:
-        n_p = n_u = ties = correct = judged = 0
-        for row in five_judge_rows:
-            for axis in AXES:
-                votes = row[axis]["votes"]
-                if not votes:
-                    continue
-                chosen = [votes[i] for i in subset]
-                label = vote(chosen, "plurality")
-                if label is None:
-                    ties += 1
-                    continue
-                n_p += 1
-                n_u += all(v == label for v in chosen)
-                reference = (human or {}).get((row["item_id"], row["agent"], axis))
-                if reference is not None:
-                    judged += 1
-                    correct += label == reference
-        out.append({"ensemble": "all five" if len(subset) == len(judges) else "three",
-                    "judges": " + ".join(judges[i] for i in subset), "n_plurality": n_p, "n_unanimous": n_u,
-                    "accuracy_pct": round(100 * correct / judged, 1) if judged else np.nan, "ties": ties})
-    return pd.DataFrame(out)
+    for position, judge in enumerate(judges):
+        row = {"judge": judge}
+        for axis in (*AXES, OVERALL):
+            row.update(_judge_accuracy([c for c in cells if axis in (OVERALL, c["axis"])], position, axis))
+        out.append({**row, "note": "" if row[f"{OVERALL}_n"] else NO_HUMAN_LABELS})
+    return pd.DataFrame(out, columns=["judge", *share_columns(*AXES, OVERALL), "note"])
+
+
+def accuracy_by_consensus_table(samples: list[dict], five_judge_rows: list[dict],
+                                human_rows: list[dict]) -> pd.DataFrame:
+    """Table 22: each validation judge's accuracy within the five-judge panel's plurality
+    strata (unanimous, plurality without unanimity, no plurality), over all axes."""
+    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
+    out = []
+    for position, judge in enumerate(judges):
+        for stratum in PLURALITY_STRATA:
+            mine = [c for c in cells if c["votes"] and plurality_consensus(c["votes"]) == stratum]
+            accuracy = _judge_accuracy(mine, position)
+            out.append({"judge": judge, "stratum": stratum, "samples": len(mine), **accuracy,
+                        "note": "" if accuracy["accuracy_n"] else NO_HUMAN_LABELS})
+    return pd.DataFrame(out, columns=["judge", "stratum", "samples", *share_columns("accuracy"), "note"])
+
+
+def ensemble_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict],
+                   panel=()) -> pd.DataFrame:
+    """Table 23: the five-judge baseline and every three-of-five ensemble on the calibration
+    cells: samples with a plurality (Np), unanimous ones within them (Nu), ties (T), and
+    accuracy on Np against the human reference. `in_use` marks the ensemble whose judges
+    are `panel` (the config's roles.judges, the panel that labels the benchmark)."""
+    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
+    voted = [c for c in cells if c["votes"]]
+    panel = set(panel if isinstance(panel, (list, tuple)) else [panel])
+    out = []
+    for subset in ([tuple(range(len(judges)))] if judges else []) + list(combinations(range(len(judges)), 3)):
+        chosen = [[c["votes"][i] for i in subset] for c in voted]
+        strata = [plurality_consensus(v) for v in chosen]
+        labels = [vote(v, "plurality") for v in chosen]
+        judged = [(label, c["reference"]) for label, c in zip(labels, voted)
+                  if label is not None and c["reference"] is not None]
+        names = [judges[i] for i in subset]
+        out.append({"ensemble": f"all {len(judges)}" if len(subset) == len(judges) else "three",
+                    "judges": " + ".join(names), "in_use": set(names) == panel,
+                    "n_plurality": len(chosen) - strata.count(NO_PLURALITY), "n_unanimous": strata.count(UNANIMOUS),
+                    "ties": strata.count(NO_PLURALITY),
+                    **share("accuracy", sum(label == reference for label, reference in judged), len(judged))})
+    return pd.DataFrame(out, columns=["ensemble", "judges", "in_use", "n_plurality", "n_unanimous", "ties",
+                                      *share_columns("accuracy")])
 
 
 def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_000) -> pd.DataFrame:
@@ -224,17 +287,17 @@ def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_
         mine = [r for r in swap_rows if r["agent"] == agent]
         entry = {"agent": agent, "items": len(mine), "both_resolved": len(rows),
                  "replaced_judges": " ".join(mine[0]["replaced_judges"]), "replacement": mine[0]["replacement"]}
+        orig = np.array([r["original_safety"] == SAFE for r in rows], dtype=float)
+        repl = np.array([r["replaced_safety"] == SAFE for r in rows], dtype=float)
+        entry.update({**share("original_safe", orig.sum(), len(rows)), **share("replaced_safe", repl.sum(), len(rows))})
         if rows:
             seeds = [items[r["item_id"]]["seed_id"] for r in rows]
-            orig = np.array([r["original_safety"] == "Safe" for r in rows], dtype=float)
-            repl = np.array([r["replaced_safety"] == "Safe" for r in rows], dtype=float)
             _, low, high = seed_bootstrap(seeds, np.column_stack([orig - repl, np.ones(len(rows))]),
                                           lambda t: 100 * t[..., 0] / t[..., 1], n_resamples)
-            entry.update(original_safe_pct=round(100 * orig.mean(), 1), replaced_safe_pct=round(100 * repl.mean(), 1),
-                         difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
+            entry.update(difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
         out.append(entry)
     return pd.DataFrame(out, columns=["agent", "items", "both_resolved", "replaced_judges", "replacement",
-                                      "original_safe_pct", "replaced_safe_pct", "difference", "low", "high"])
+                                      *share_columns("original_safe", "replaced_safe"), "difference", "low", "high"])
 
 
 # -- dataset composition (Table 29, C.3) ------------------------------------------
@@ -263,21 +326,6 @@ def composition_table(items: list[dict]) -> pd.DataFrame:
                           "paper": PAPER_COMPOSITION.get((by, value))} for by, value in keys]).astype({"paper": "Int64"})
 
 
-def accuracy_by_consensus_table(five_judge_rows: list[dict], human: dict | None = None) -> pd.DataFrame:
-    """Table 22: each validation judge's accuracy within the five-judge panel's consensus strata."""
-    out = []
-    judges = five_judge_rows[0]["judges"] if five_judge_rows else []
-    for position, judge in enumerate(judges):
-        for stratum in ("unanimous", "majority", "tied"):
-            cells = [(r[axis]["votes"][position], (human or {}).get((r["item_id"], r["agent"], axis)))
-                     for r in five_judge_rows for axis in AXES if r[axis]["stratum"] == stratum]
-            judged = [(v, h) for v, h in cells if h is not None]
-            out.append({"judge": judge, "stratum": stratum, "samples": len(cells), "with_reference": len(judged),
-                        "accuracy_pct": round(100 * sum(v == h for v, h in judged) / len(judged), 1)
-                        if judged else np.nan, "note": "" if judged else NO_HUMAN_LABELS})
-    return pd.DataFrame(out, columns=["judge", "stratum", "samples", "with_reference", "accuracy_pct", "note"])
-
-
 # -- human validation (Table 3, Tables 18-20) ------------------------------------------
 
 def _annotator_matrix(rows: list[dict]):
@@ -288,10 +336,10 @@ def _annotator_matrix(rows: list[dict]):
 def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 3: per axis and overall, retained N, human P_o and nominal alpha, samples with
     a panel label (Np), judge-human accuracy on Np with a Wilson 95% interval, and
-    accuracy on the panel-unanimous subset."""
+    accuracy on the panel-unanimous subset (`unanimous_accuracy`)."""
     out = []
-    for axis in (*AXES, "overall"):
-        rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
+    for axis in (*AXES, OVERALL):
+        rows = [r for r in human_rows if r["retained"] and axis in (OVERALL, r["axis"])]
         with_panel = [r for r in rows if r["panel_label"] is not None]
         correct = sum(r["panel_label"] == r["final_label"] for r in with_panel)
         unanimous = [r for r in with_panel if r["panel_stratum"] == "unanimous"]
@@ -303,13 +351,11 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
             "p_o": round(observed_agreement(matrix), 3) if pairable else np.nan,
             "alpha_nominal": round(krippendorff_alpha(matrix, "nominal"), 3) if pairable and len(
                 {v for row in matrix for v in row if v}) > 1 else np.nan,
-            "n_panel": len(with_panel),
-            "accuracy_pct": round(100 * correct / len(with_panel), 1) if with_panel else np.nan,
+            "n_panel": len(with_panel), **share("accuracy", correct, len(with_panel)),
             "ci_low": round(100 * low, 1) if with_panel else np.nan,
             "ci_high": round(100 * high, 1) if with_panel else np.nan,
-            "unanimous_n": len(unanimous),
-            "unanimous_accuracy_pct": round(100 * sum(r["panel_label"] == r["final_label"] for r in unanimous)
-                                            / len(unanimous), 1) if unanimous else np.nan,
+            **share("unanimous_accuracy", sum(r["panel_label"] == r["final_label"] for r in unanimous),
+                    len(unanimous)),
         })
     return pd.DataFrame(out)
 
@@ -325,22 +371,27 @@ def retention_table(human_rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def panel_strata_table(human_rows: list[dict]) -> pd.DataFrame:
-    """Table 19: retained samples by the panel's agreement stratum, per axis."""
+def panel_strata_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]) -> pd.DataFrame:
+    """Table 19: per axis and overall, the calibration cells by the five-judge panel's
+    plurality stratum (`no_votes`: the panel has no votes on the sample), and how many
+    have a human reference label."""
+    _, cells = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
-    for axis in AXES:
-        rows = [r for r in human_rows if r["axis"] == axis and r["retained"]]
-        out.append({"axis": axis, **{s: sum(r["panel_stratum"] == s for r in rows)
-                                     for s in ("unanimous", "majority", "tied")}, "total": len(rows)})
-    return pd.DataFrame(out)
+    for axis in (*AXES, OVERALL):
+        mine = [c for c in cells if axis in (OVERALL, c["axis"])]
+        strata = [plurality_consensus(c["votes"]) for c in mine if c["votes"]]
+        out.append({"axis": axis, **{stratum: strata.count(stratum) for stratum in PLURALITY_STRATA},
+                    "no_votes": len(mine) - len(strata), "total": len(mine),
+                    "with_reference": sum(c["reference"] is not None for c in mine)})
+    return pd.DataFrame(out, columns=["axis", *PLURALITY_STRATA, "no_votes", "total", "with_reference"])
 
 
 def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
     """Table 20: the annotators' agreement (unanimous, majority, tied) per axis, with P_o and alpha."""
     reliability = human_reliability_table(human_rows).set_index("axis")
     out = []
-    for axis in (*AXES, "overall"):
-        rows = [r for r in human_rows if r["retained"] and (axis == "overall" or r["axis"] == axis)]
+    for axis in (*AXES, OVERALL):
+        rows = [r for r in human_rows if r["retained"] and axis in (OVERALL, r["axis"])]
         out.append({"axis": axis, **{s: sum(r["human_stratum"] == s for r in rows)
                                      for s in ("unanimous", "majority", "tied")},
                     "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
@@ -369,8 +420,9 @@ def _rows(paths) -> list[dict]:
     return [r for p in paths for r in read_jsonl(p)]
 
 
-def _human(inputs) -> dict:
-    return human_reference(read_jsonl(inputs["human"]))
+def _audit(inputs) -> tuple:
+    """What the judge-human tables read: the audit samples, the five-judge rows, the human labels."""
+    return _rows(inputs["samples"]), _rows(inputs["five_judge"]), read_jsonl(inputs["human"])
 
 
 def _register(names_and_builders: dict, read) -> None:
@@ -385,11 +437,16 @@ _register({"table33_behaviour": behaviour_table, "table31_nsp_sp_gap": nsp_sp_ga
            "table37_top_unsafe": top_unsafe_combinations}, lambda inputs: (_react(inputs),))
 _register({"table38_prompt_format": prompt_format_table},
           lambda inputs: (read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])}))
-_register({"table21_judge_accuracy": judge_accuracy_table, "table22_accuracy_by_consensus": accuracy_by_consensus_table,
-           "table23_ensembles": ensemble_table}, lambda inputs: (_rows(inputs["five_judge"]), _human(inputs)))
+_register({"table19_panel_strata": panel_strata_table, "table21_judge_accuracy": judge_accuracy_table,
+           "table22_accuracy_by_consensus": accuracy_by_consensus_table}, _audit)
 _register({"table24_vendor_swap": vendor_swap_table},
           lambda inputs: (_rows(inputs["vendor_swap"]), {i["item_id"]: i for i in read_jsonl(inputs["dataset"])}))
 _register({"table29_composition": composition_table}, lambda inputs: (read_jsonl(inputs["dataset"]),))
 _register({"table3_human_reliability": human_reliability_table, "table18_retention": retention_table,
-           "table19_panel_strata": panel_strata_table, "table20_human_agreement": human_agreement_table},
+           "table20_human_agreement": human_agreement_table},
           lambda inputs: (read_jsonl(inputs["human"]),))
+
+
+@builder("table23_ensembles")
+def _ensembles(inputs, settings):
+    return ensemble_table(*_audit(inputs), panel=settings["roles"]["judges"])

@@ -12,6 +12,7 @@ import pandas as pd
 
 from aura_eval.jsonl import read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
+from aura_eval.stats import share, share_columns
 from aura_eval.tagging import PAPER_PREFIX_COUNTS
 from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, builder, parse_run
 
@@ -141,10 +142,6 @@ def _run_summary(inputs, settings):
                        _calls(inputs["calls"]), settings["agents"])
 
 
-def _pct(k, n):
-    return round(100 * k / n, 1) if n else None
-
-
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:
     """Per evaluated run: rollout outcomes, resolved labels per axis, consensus, unsafe rate."""
     rows = []
@@ -163,7 +160,7 @@ def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd
             "safety_unanimous": sum(s["stratum"] == "unanimous" for s in safety),
             "safety_majority": sum(s["stratum"] == "majority" for s in safety),
             "safety_tied": sum(s["stratum"] == "tied" for s in safety),
-            "unsafe_pct": _pct(sum(label == "Unsafe" for label in resolved), len(resolved)),
+            **share("unsafe", sum(label == "Unsafe" for label in resolved), len(resolved)),
         })
     return pd.DataFrame(rows)
 
@@ -176,10 +173,9 @@ def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
         row = {"judge": judge}
         for axis in AXES:
             known = [r[axis]["consistent"] for r in mine if r[axis]["consistent"] is not None]
-            row[f"{axis}_n"] = len(known)
-            row[f"{axis}_consistent_pct"] = _pct(sum(known), len(known))
+            row.update(share(f"{axis}_consistent", sum(known), len(known)))
         rows.append(row)
-    return pd.DataFrame(rows, columns=["judge"] + [f"{a}_{s}" for a in AXES for s in ("n", "consistent_pct")])
+    return pd.DataFrame(rows, columns=["judge", *share_columns(*(f"{a}_consistent" for a in AXES))])
 
 
 def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:

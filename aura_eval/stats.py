@@ -6,6 +6,7 @@ import functools
 from collections import Counter
 
 UNANIMOUS, MAJORITY, TIED = "unanimous", "majority", "tied"
+PLURALITY, NO_PLURALITY = "plurality", "no_plurality"
 
 
 def vote(labels: list, rule: str = "majority"):
@@ -32,6 +33,29 @@ def consensus(labels: list) -> str:
     if labels and labels[0] is not None and all(label == labels[0] for label in labels):
         return UNANIMOUS
     return MAJORITY if vote(labels, "majority") is not None else TIED
+
+
+def plurality_consensus(labels: list) -> str:
+    """The strata of a panel labelled by plurality (the five-judge panel): unanimous,
+    plurality (a single most common label, not unanimous) or no_plurality (a tie for
+    first place, or no vote); None votes count as disagreement, as in `consensus`."""
+    if labels and labels[0] is not None and all(label == labels[0] for label in labels):
+        return UNANIMOUS
+    return PLURALITY if vote(labels, "plurality") is not None else NO_PLURALITY
+
+
+# -- rates ------------------------------------------------------------------------
+
+def share(name: str, k: int, n: int) -> dict:
+    """A rate as three columns, the percentage with its counts: `<name>_pct` (one decimal,
+    NaN when n == 0), `<name>_k` (numerator) and `<name>_n` (denominator)."""
+    k, n = int(k), int(n)
+    return {f"{name}_pct": round(100 * k / n, 1) if n else float("nan"), f"{name}_k": k, f"{name}_n": n}
+
+
+def share_columns(*names: str) -> list[str]:
+    """The columns `share` makes for each name, in order."""
+    return [f"{name}_{part}" for name in names for part in ("pct", "k", "n")]
 
 
 # -- intervals and agreement ----------------------------------------------------

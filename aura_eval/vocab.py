@@ -133,8 +133,9 @@ FILES = {
     "frame": "results/analysis/labels_long.csv",
     "human": "results/validation/human_labels.jsonl",
 }
-# Inputs that are one file per job of a stage; rules/common.smk expands them for the configured run.
-FILE_LISTS = ("calls", "labels", "five_judge", "repeats", "vendor_swap")
+# Inputs that are one file per job of a stage (samples: the audit sample of each axis); rules/common.smk
+# expands them for the configured run.
+FILE_LISTS = ("calls", "labels", "five_judge", "repeats", "vendor_swap", "samples")
 
 
 # -- registries of tables and figures --------------------------------------------------------------
@@ -174,22 +175,29 @@ TABLES = dict([
     _table("five_judge_panel", "run_tables", ["five_judge"], "The five-judge panel's pluralities",
            formats=("csv",)),
     _table("judge_consistency", "run_tables", ["repeats"], "Intra-judge consistency (Table 25)", formats=("csv",)),
-    _table("table33_behaviour", "analysis", ["frame"], "Table 33: overall behaviour"),
-    _table("table31_nsp_sp_gap", "analysis", ["frame"], "Table 31: the NSP - SP gap"),
-    _table("table32_matched_pairs_gap", "analysis", ["frame"], "Table 32: the gap on matched pairs"),
-    _table("table35_flips", "analysis", ["frame"], "Table 35: SAFE->UNSAFE flips"),
-    _table("table36_failure_mechanism", "analysis", ["frame"], "Table 36: failure mechanism"),
-    _table("table37_top_unsafe", "analysis", ["frame"], "Table 37: top unsafe combinations"),
+    _table("table33_behaviour", "analysis", ["frame"],
+           "Table 33: overall behaviour; SP safe non-refusal and over-refusal are shares of SP rows judged Safe"),
+    _table("table31_nsp_sp_gap", "analysis", ["frame"],
+           "Table 31: NSP and SP unsafe rates and the NSP - SP gap over rows with a safety label"),
+    _table("table32_matched_pairs_gap", "analysis", ["frame"],
+           "Table 32: the gap on matched pairs whose two counterparts both have a safety label"),
+    _table("table35_flips", "analysis", ["frame"], "Table 35: SAFE->UNSAFE flips on NSP RS2/RS5 variations"),
+    _table("table36_failure_mechanism", "analysis", ["frame"],
+           "Table 36: failure mechanism of the unsafe NSP RS2/RS5 variations"),
+    _table("table37_top_unsafe", "analysis", ["frame"], "Table 37: top unsafe detection x action combinations"),
     _table("table38_prompt_format", "analysis", ["frame", "subset"], "Table 38: prompt format"),
-    _table("table21_judge_accuracy", "analysis", ["five_judge", "human"], "Table 21: judge accuracy"),
-    _table("table22_accuracy_by_consensus", "analysis", ["five_judge", "human"],
-           "Table 22: accuracy by consensus"),
-    _table("table23_ensembles", "analysis", ["five_judge", "human"], "Table 23: three-of-five ensembles"),
+    _table("table21_judge_accuracy", "analysis", ["samples", "five_judge", "human"],
+           "Table 21: judge accuracy per axis and overall on the audit samples"),
+    _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
+           "Table 22: judge accuracy by five-judge plurality stratum"),
+    _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
+           "Table 23: three-of-five ensembles; in_use marks the judge panel", config=("roles",)),
     _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"], "Table 24: leave-one-vendor-out"),
     _table("table29_composition", "analysis", ["dataset"], "Table 29: dataset composition"),
     _table("table3_human_reliability", "analysis", ["human"], "Table 3: human reliability"),
     _table("table18_retention", "analysis", ["human"], "Table 18: retention"),
-    _table("table19_panel_strata", "analysis", ["human"], "Table 19: panel strata"),
+    _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
+           "Table 19: audit samples by five-judge plurality stratum"),
     _table("table20_human_agreement", "analysis", ["human"], "Table 20: human agreement"),
 ])
 

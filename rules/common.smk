@@ -203,7 +203,8 @@ def call_logs():
 # -- tables and figures: each reads only the inputs its registry entry names -----------------
 
 FILE_LISTS = {"calls": call_logs, "labels": label_files, "five_judge": lambda: reliability_files("five_judge"),
-              "repeats": lambda: reliability_files("repeats"), "vendor_swap": lambda: reliability_files("vendor_swap")}
+              "repeats": lambda: reliability_files("repeats"), "vendor_swap": lambda: reliability_files("vendor_swap"),
+              "samples": lambda: [f"results/validation/sample_{axis}.jsonl" for axis in AXES]}
 assert set(FILE_LISTS) == set(vocab.FILE_LISTS), "aura_eval.vocab.FILE_LISTS and rules/common.smk disagree"
 
 

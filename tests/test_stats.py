@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from aura_eval.stats import krippendorff_alpha, nsp_sp_difference, observed_agreement, wilson_interval
+from aura_eval.stats import (consensus, krippendorff_alpha, nsp_sp_difference, observed_agreement,
+                             plurality_consensus, share, share_columns, wilson_interval)
 
 # Krippendorff's 4-observer x 12-unit example (None = missing).
 K = [
@@ -62,3 +63,21 @@ def test_nsp_sp_difference_degenerate_cases():
     # One seed holds every SP row: resamples without it have no SP rate and are left out.
     diff, low, high = nsp_sp_difference(["a", "b", "c"], [True, True, False], [1.0, 1.0, 0.0], n_resamples=500)
     assert (diff, low, high) == (1.0, 1.0, 1.0)
+
+
+def test_plurality_consensus_follows_the_plurality_rule():
+    assert plurality_consensus(["A0"] * 5) == "unanimous"
+    # Two of five: a plurality without a majority (the three-judge strata call it tied).
+    assert plurality_consensus(["D1", "D1", "D0", "D2", "D3"]) == "plurality"
+    assert consensus(["D1", "D1", "D0", "D2", "D3"]) == "tied"
+    assert plurality_consensus(["Safe", "Safe", "Safe", "Unsafe", None]) == "plurality"
+    assert plurality_consensus(["D0", "D0", "D1", "D1", "D2"]) == "no_plurality"  # a tie for first place
+    assert plurality_consensus(["Safe", None, None]) == "plurality"  # one vote, no rival
+    assert plurality_consensus([None] * 5) == "no_plurality" and plurality_consensus([]) == "no_plurality"
+
+
+def test_share_gives_the_rate_with_its_counts():
+    assert share("unsafe", 2, 3) == {"unsafe_pct": 66.7, "unsafe_k": 2, "unsafe_n": 3}
+    empty = share("unsafe", 0, 0)
+    assert math.isnan(empty["unsafe_pct"]) and (empty["unsafe_k"], empty["unsafe_n"]) == (0, 0)
+    assert share_columns("a", "b") == ["a_pct", "a_k", "a_n", "b_pct", "b_k", "b_n"]
