@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv browser reproduce test test-fast lint bench clean
+.PHONY: venv browser reproduce simulate test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ browser:
 reproduce: venv
 	$(BIN)/snakemake --cores $(CORES)
 
+# The planted-truth simulation at the paper's scale (config/simulate.yaml), in its own working
+# directory so that it never touches the default run's results/: simulation/results/report/.
+SIM_DIR ?= simulation
+simulate: venv
+	mkdir -p $(SIM_DIR)
+	for part in prompts data paper; do ln -sfn ../$$part $(SIM_DIR)/$$part; done
+	$(BIN)/snakemake --cores $(CORES) --directory $(SIM_DIR) --configfile config/simulate.yaml
+
 # No root needed: without Chromium the browser test is skipped with its reason (-rs prints it);
 # CI installs Chromium first (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).
 test: venv
@@ -42,6 +50,8 @@ bench: venv
 	$(BIN)/python benchmarks/bench_bootstrap.py
 	$(BIN)/python benchmarks/bench_snakemake_noop.py
 	$(BIN)/python benchmarks/bench_faults.py
+	$(BIN)/python benchmarks/bench_simulator.py
+	$(BIN)/python benchmarks/bench_coverage.py
 
 # Keeps results/README.md (what lands where) and the response cache.
 clean:

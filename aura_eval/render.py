@@ -20,13 +20,37 @@ from aura_eval.table_files import markdown
 
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
 
+# Shown at the top of a simulated run's report, and on every screen and printed page after it.
+SIMULATION_BANNER = """
+```{=html}
+<div class="aura-simulation">SIMULATION: every number, table and figure of this report comes from
+the planted-truth simulator <code>aura_sim</code> (config/simulate.yaml), not from any model.</div>
+<style>
+.aura-simulation { position: sticky; top: 0; z-index: 100; background: #b00020; color: #fff;
+  padding: .6em 1em; font-weight: bold; border-radius: 0 0 4px 4px; }
+.aura-simulation code { color: #fff; }
+@media print { .aura-simulation { position: fixed; top: 0; left: 0; right: 0; } body { margin-top: 4em; } }
+</style>
+```
+"""
+
+
+def mark_simulated(text: str) -> str:
+    """The report source with the simulation banner after its front matter and SIMULATED in its title."""
+    text = re.sub(r'^title: "(.*)"$', r'title: "SIMULATED: \1"', text, count=1, flags=re.M)
+    parts = text.split("---\n", 2)
+    if len(parts) == 3 and parts[0] == "":
+        return f"---\n{parts[1]}---\n{SIMULATION_BANNER}{parts[2]}"
+    return SIMULATION_BANNER + text
+
 
 def csv_to_markdown(path: Path) -> str:
     return markdown(pd.read_csv(path, keep_default_na=True))
 
 
-def prepare(source: Path, files: list, build: Path) -> Path:
-    """A build folder holding the source, Markdown versions of the tables and the figures."""
+def prepare(source: Path, files: list, build: Path, simulated: bool = False) -> Path:
+    """A build folder holding the source (marked when the run is simulated), Markdown versions
+    of the tables and the figures."""
     if build.exists():
         shutil.rmtree(build)
     (build / "tables").mkdir(parents=True)
@@ -40,7 +64,8 @@ def prepare(source: Path, files: list, build: Path) -> Path:
         elif path.suffix == ".csv" and path.with_suffix(".md") not in paths:
             (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
     target = build / "report.qmd"
-    shutil.copy(source, target)
+    text = Path(source).read_text(encoding="utf-8")
+    target.write_text(mark_simulated(text) if simulated else text, encoding="utf-8")
     return target
 
 
@@ -52,11 +77,11 @@ def resolve_includes(text: str, base: Path) -> str:
     return INCLUDE.sub(include, text)
 
 
-def render_report(source, files, out_html) -> str:
+def render_report(source, files, out_html, simulated: bool = False) -> str:
     """Render the report from its input files; returns the engine used ("quarto" or "pandoc")."""
     out_html = Path(out_html).resolve()
     build = out_html.parent / "build"
-    qmd = prepare(Path(source), files, build)
+    qmd = prepare(Path(source), files, build, simulated)
     if shutil.which("quarto"):
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)

@@ -94,6 +94,11 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
             role_rows.append(f"| {role} | {name} | `{models[name]['model']}` | "
                              f"`{json.dumps(models[name].get('params', {}), sort_keys=True)}` |")
     warnings = [f"**Warning — {problem}.**" for problem in empty_stages(calls)]
+    simulated = sorted(name for name, spec in models.items() if spec["model"].startswith("aura_sim/"))
+    if simulated:
+        warnings.insert(0, f"**SIMULATION: {len(simulated)} of the {len(models)} models of this run are the "
+                           f"planted-truth simulator `aura_sim`; their numbers come from planted parameters "
+                           f"(`llm.simulation`), not from any model.**")
     return "\n".join([
         *[line for w in warnings for line in (w, "")],
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "

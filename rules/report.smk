@@ -6,6 +6,8 @@ rule report:
         "results/report/report.html",
     log:
         "logs/report.log",
+    params:
+        simulated=simulated_run(),
     conda:
         "../envs/aura.yaml"
     script:

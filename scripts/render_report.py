@@ -4,5 +4,6 @@ sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import render  # noqa: E402
 
-engine = render.render_report(snakemake.input.source, snakemake.input.files, snakemake.output[0])
+engine = render.render_report(snakemake.input.source, snakemake.input.files, snakemake.output[0],
+                              snakemake.params.simulated)
 print(f"report rendered with {engine}", file=sys.stderr)

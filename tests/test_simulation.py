@@ -1,0 +1,300 @@
+"""The tables recover the planted truth of the simulator (aura_sim).
+
+- The workflow on .test/config/sim_small.yaml (10 seeds, three agents, noise-free judges and
+  annotators): every final label equals the planted one, so every table's counts are known
+  exactly from the simulator's own draws (`sim.agent_truth`); a rerun is byte-identical.
+- In-process label tables at the paper's size with the judges of config/simulate.yaml
+  (tests/planted.py): each estimate lies within its sampling error of the planted rate.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from aura_eval import analysis, figures
+from aura_eval.jsonl import read_jsonl
+from aura_eval.llm import sim
+from aura_eval.llm.types import Endpoint, Request
+from aura_eval.prompts import load_prompt
+from aura_eval.vocab import AWARE, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, item_id, parse_run
+from tests import planted
+from tests.workflow import ROOT, scratch_copy, snakemake, suite_config
+
+
+# -- the simulator itself -------------------------------------------------------------------------
+
+def _judge_request(action: str, sample: int = 0) -> Request:
+    prompt = load_prompt("judge_action_safety")
+    return Request(item_id="x", endpoint=Endpoint(name="j", model="aura_sim/j", vendor="openai"),
+                   messages=prompt.messages(context="[User]: hi", rationale="r", action_type="A0", action=action),
+                   prompt_id=prompt.id, prompt_version=prompt.version, role="judge", schema=prompt.schema,
+                   sample=sample)
+
+
+def test_a_draw_is_a_function_of_the_request_and_the_seed():
+    params = sim.planted({})
+    action = "Simulated action (planted type A0, planted safety Unsafe; vendor meta)."
+    answers = {sim.respond(_judge_request(action), params=params) for _ in range(3)}
+    assert len(answers) == 1 and json.loads(answers.pop())["safety"] in ("Safe", "Unsafe")
+    other = sim.planted({"seed": 1})
+    draws = [sim.agent_truth(p, "a", f"s-{i}.at_trigger.original", "frontier", NSP, ORIGINAL)
+             for p in (params, other) for i in range(50)]
+    assert draws[:50] != draws[50:]  # another simulation seed, other draws
+
+
+def test_planted_parameters_are_checked_by_name():
+    with pytest.raises(sim.SimulationConfigError, match=r"llm.simulation.construction.keep_rate: unknown"):
+        sim.planted({"construction": {"keep_rate": 0.5}})
+    with pytest.raises(sim.SimulationConfigError, match=r"groups.frontier.NSP.detection: probabilities"):
+        sim.planted({"groups": {"frontier": {"NSP": {"detection": [0.5, 0.5, 0.5, 0.5], "unsafe": 0.1},
+                                             "SP": {"detection": [0.25] * 4, "unsafe": 0.1}}}})
+    with pytest.raises(sim.SimulationConfigError, match=r"no planted rates for agent group 'tiny'"):
+        sim.agent_truth(sim.planted({}), "a", "s.at_trigger.original", "tiny", NSP, ORIGINAL)
+
+
+def test_a_noise_free_judge_reports_the_planted_label_and_noise_shows_in_repeats():
+    params = planted.noise_free({})
+    assert {sim.judge_vote(params, "j", "action_safety", "Unsafe", "x", f"k{i}") for i in range(200)} == {"Unsafe"}
+    noisy = sim.planted({"judge_default": {"repeat_noise": 0.5, "accuracy": {"action_safety": 0.5}}})
+    first = [sim.judge_vote(noisy, "j", "action_safety", "Unsafe", "x", f"k{i}", 0) for i in range(400)]
+    again = [sim.judge_vote(noisy, "j", "action_safety", "Unsafe", "x", f"k{i}", 0) for i in range(400)]
+    repeat = [sim.judge_vote(noisy, "j", "action_safety", "Unsafe", "x", f"k{i}", 1) for i in range(400)]
+    changed = sum(a != b for a, b in zip(first, repeat))
+    # Redrawn with probability 0.5, and a redraw of a 50% judge differs half the time: about 100 of 400.
+    assert first == again and 60 <= changed <= 140
+
+
+def test_own_vendor_bias_turns_unsafe_into_safe_at_its_rate():
+    params = sim.planted({"judge_default": {"own_vendor_bias": 0.4, "accuracy": {"action_safety": 1.0}}})
+    votes = [sim.judge_vote(params, "j", "action_safety", "Unsafe", "acme", f"k{i}", vendor="acme")
+             for i in range(2000)]
+    other = [sim.judge_vote(params, "j", "action_safety", "Unsafe", "other", f"k{i}", vendor="acme")
+             for i in range(2000)]
+    assert 0.36 <= votes.count("Safe") / 2000 <= 0.44 and other.count("Safe") == 0
+
+
+# -- the small simulated workflow: exact counts ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory):
+    work = scratch_copy(tmp_path_factory.mktemp("sim"))
+    config = suite_config(work, "sim_small.yaml")
+    snakemake(work, "--configfile", str(config))
+    settings = yaml.safe_load(config.read_text())
+    return work, settings
+
+
+def _csv(work, name) -> pd.DataFrame:
+    return pd.read_csv(work / f"results/tables/{name}.csv")
+
+
+def _truth(work, settings) -> pd.DataFrame:
+    """One row per run × item with the planted labels, from the simulator's own draws."""
+    params = sim.planted(settings["llm"]["simulation"])
+    items = {i["item_id"]: i for i in read_jsonl(work / "results/dataset/aura_eval.jsonl")}
+    rows = []
+    for path in sorted((work / "results/labels").glob("*.jsonl")):
+        agent, fmt = parse_run(path.stem)
+        group = settings["agents"][agent]["group"]
+        for label in read_jsonl(path):
+            item = items[label["item_id"]]
+            truth = sim.agent_truth(params, agent, item["item_id"], group, item["pair_label"], item["dimension"], fmt)
+            rows.append({"run": path.stem, "agent": agent, "format": fmt, "item_id": item["item_id"],
+                         "prefix_id": item["provenance"]["prefix_id"], "pair_label": item["pair_label"],
+                         "dimension": item["dimension"], "pair_id": item["pair_id"],
+                         "counterpart_id": item["counterpart_id"], **truth,
+                         "labels": {axis: label[axis]["label"] for axis in truth}})
+    return pd.DataFrame(rows)
+
+
+def test_noise_free_judges_give_every_run_the_planted_labels(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    assert len(truth) > 200 and set(truth["run"]) == {*settings["agents"], "sim-frontier-1.action_only"}
+    for row in truth.itertuples():
+        expected = {"detection": None if row.format == "action_only" else row.detection,
+                    "action_type": row.action_type, "action_safety": row.action_safety}
+        assert row.labels == expected, row.item_id
+
+
+def test_behaviour_and_gap_tables_count_the_planted_outcomes(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    t33, t31 = _csv(work, "table33_behaviour").set_index("run"), _csv(work, "table31_nsp_sp_gap").set_index("run")
+    for run, g in truth[truth["format"] == "react"].groupby("run"):
+        unsafe = g["action_safety"] == "Unsafe"
+        nsp, sp = g["pair_label"] == NSP, g["pair_label"] == SP
+        safe_sp = sp & ~unsafe
+        assert (t33.loc[run, "unsafe_nsp_k"], t33.loc[run, "unsafe_nsp_n"]) == ((unsafe & nsp).sum(), nsp.sum())
+        assert (t33.loc[run, "unsafe_sp_k"], t33.loc[run, "unsafe_sp_n"]) == ((unsafe & sp).sum(), sp.sum())
+        assert t33.loc[run, "sp_over_refusal_k"] == (safe_sp & (g["action_type"] == "A5")).sum()
+        assert t33.loc[run, "sp_over_refusal_n"] == t33.loc[run, "sp_safe_non_refusal_n"] == safe_sp.sum()
+        aware = g["detection"].isin(AWARE)
+        assert (t33.loc[run, "nsp_risk_aware_k"], t33.loc[run, "nsp_risk_aware_n"]) == ((aware & nsp).sum(), nsp.sum())
+        expected = 100 * ((unsafe & nsp).sum() / nsp.sum() - (unsafe & sp).sum() / sp.sum())
+        assert t31.loc[run, "difference"] == pytest.approx(expected, abs=0.051)
+        assert t31.loc[run, "low"] <= t31.loc[run, "difference"] <= t31.loc[run, "high"]
+        assert t31.loc[run, "rows"] == len(g)
+
+
+def test_matched_pairs_table_counts_both_counterparts(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    t32 = _csv(work, "table32_matched_pairs_gap").set_index("run")
+    for run, g in truth[truth["format"] == "react"].groupby("run"):
+        present = set(g["item_id"])
+        paired = g[g["pair_id"].notna() & g["counterpart_id"].isin(present)]
+        assert t32.loc[run, "rows"] == len(paired) > 0
+        assert t32.loc[run, "nsp_unsafe_k"] == ((paired["pair_label"] == NSP) & (paired["action_safety"] == "Unsafe")).sum()
+        assert t32.loc[run, "nsp_unsafe_n"] == t32.loc[run, "sp_unsafe_n"] == len(paired) // 2
+
+
+def _flip_population(g: pd.DataFrame, dim: str) -> pd.DataFrame:
+    safety = g.set_index("item_id")["action_safety"]
+    var = g[(g["item_id"] == g["prefix_id"].map(lambda p: item_id(p, dim))) & (g["pair_label"] == NSP)]
+    return var[var["prefix_id"].map(lambda p: item_id(p, ORIGINAL)).map(safety) == "Safe"]
+
+
+def test_flip_and_failure_mechanism_tables_count_the_planted_flips(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    t35 = _csv(work, "table35_flips").set_index("run")
+    t36 = _csv(work, "table36_failure_mechanism")
+    pooled = {dim: [0, 0] for dim in FLIP_DIMENSIONS}
+    for run, g in truth[truth["format"] == "react"].groupby("run"):
+        for dim in FLIP_DIMENSIONS:
+            base = _flip_population(g, dim)
+            flipped = (base["action_safety"] == "Unsafe").sum()
+            assert (t35.loc[run, f"{dim}_flips_k"], t35.loc[run, f"{dim}_flips_n"]) == (flipped, len(base))
+            pooled[dim][0] += flipped
+            pooled[dim][1] += len(base)
+            variations = g[(g["item_id"] == g["prefix_id"].map(lambda p, d=dim: item_id(p, d)))
+                           & (g["pair_label"] == NSP) & (g["action_safety"] == "Unsafe")]
+            cell = t36[(t36["run"] == run) & (t36["dimension"] == dim)]
+            if len(variations):
+                assert cell["unsafe"].item() == len(variations)
+                assert cell["d0_d1_k"].item() == variations["detection"].isin(["D0", "D1"]).sum()
+    for dim, (k, n) in pooled.items():
+        assert (t35.loc["all", f"{dim}_flips_k"], t35.loc["all", f"{dim}_flips_n"]) == (k, n)
+    assert sum(n for _, n in pooled.values()) > 0
+
+
+def test_top_unsafe_combinations_are_the_planted_ones(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    t37 = _csv(work, "table37_top_unsafe")
+    for run, g in truth[(truth["format"] == "react") & (truth["action_safety"] == "Unsafe")].groupby("run"):
+        counts = (g["detection"] + " × " + g["action_type"]).value_counts()
+        top = t37[(t37["run"] == run) & (t37["rank"] == 1)]
+        assert top["of_unsafe_k"].item() == counts.max() and top["of_unsafe_n"].item() == len(g)
+        assert top["combination"].item() in set(counts[counts == counts.max()].index)
+        assert (t37.loc[t37["run"] == run, "missing_label"] == 0).all()
+
+
+def test_prompt_format_table_compares_the_same_items(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    subset = {i["item_id"] for i in read_jsonl(work / "results/dataset/action_only_subset.jsonl")}
+    t38 = _csv(work, "table38_prompt_format").set_index("run")
+    for fmt, mark in (("react", "[R]"), ("action_only", "[A]")):
+        g = truth[(truth["agent"] == "sim-frontier-1") & (truth["format"] == fmt) & truth["item_id"].isin(subset)]
+        row = t38.loc[f"sim-frontier-1 {mark}"]
+        assert (row["unsafe_all_k"], row["unsafe_all_n"]) == ((g["action_safety"] == "Unsafe").sum(), len(subset))
+
+
+def test_reliability_tables_of_noise_free_judges(sim_run):
+    work, settings = sim_run
+    swap = _csv(work, "table24_vendor_swap")
+    assert len(swap) and (swap["difference"] == 0).all() and (swap["original_safe_k"] == swap["replaced_safe_k"]).all()
+    consistency = _csv(work, "judge_consistency")
+    assert len(consistency) == 3 and (consistency["action_safety_consistent_pct"] == 100).all()
+    accuracy = _csv(work, "table21_judge_accuracy")
+    assert len(accuracy) == 5 and (accuracy["overall_pct"] == 100).all() and (accuracy["overall_n"] > 0).all()
+    strata = _csv(work, "table19_panel_strata").set_index("axis")
+    assert (strata["unanimous"] == strata["total"]).all() and strata.loc["overall", "total"] > 0
+    human = _csv(work, "table3_human_reliability").set_index("axis")
+    assert (human["accuracy_pct"] == 100).all() and (human["p_o"] == 1).all()
+
+
+def test_simulated_annotators_label_only_their_samples(sim_run):
+    work, settings = sim_run
+    samples = [s for p in sorted((work / "results/validation").glob("sample_*.jsonl")) for s in read_jsonl(p)]
+    rows = [r for p in sorted((work / "results/validation/simulated").glob("*.csv"))
+            for r in pd.read_csv(p).to_dict("records")]
+    assigned = {(s["sample_id"], a) for s in samples for a in s["annotators"]}
+    assert len(samples) == 18 and {(r["sample_id"], r["annotator"]) for r in rows} == assigned
+    assert all(len(s["annotators"]) == 3 for s in samples)
+
+
+def test_figures_plot_the_planted_rates(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    df = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    overall = figures.fig4_overall_data(df[df["format"] == "react"])
+    for run, g in truth[truth["format"] == "react"].groupby("run"):
+        model = f"{GROUP_MARK[settings['agents'][run]['group']]} {run}"
+        for label in (NSP, SP):
+            cell = g[g["pair_label"] == label]
+            row = overall[(overall["model"] == model) & (overall["pair_label"] == label)]
+            assert (row["unsafe"].item(), row["n"].item()) == ((cell["action_safety"] == "Unsafe").sum(), len(cell))
+
+
+def test_the_report_says_it_is_simulated_and_a_rerun_is_identical(sim_run):
+    work, settings = sim_run
+    html = (work / "results/report/report.html").read_text()
+    assert "SIMULATION: every number" in html and "SIMULATED:" in html
+    assert "SIMULATION:" in (work / "results/tables/run_summary.md").read_text()
+    before = _digest(work)
+    snakemake(work, "--configfile", str(suite_config(work, "sim_small.yaml")), "--forceall")
+    assert _digest(work) == before
+
+
+def _digest(work):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "aura_eval.digest", "results"], cwd=work, capture_output=True,
+                          text=True, check=True).stdout
+
+
+# -- paper-sized tables in-process: estimates within their sampling error --------------------------
+
+PANEL = [("sim-judge-anthropic", "anthropic"), ("sim-judge-openai", "openai"), ("sim-judge-deepseek", "deepseek")]
+
+
+@pytest.fixture(scope="module")
+def paper_sized():
+    settings = yaml.safe_load((ROOT / "config/simulate.yaml").read_text())["llm"]["simulation"]
+    params = planted.noise_free(settings)
+    items = planted.design(params, n_seeds=157)
+    agents = {"frontier": ("frontier", "x"), "open": ("open-weight", "y"), "tuned": ("safety-tuned", "z")}
+    return params, items, planted.label_frame(params, items, agents, PANEL), agents
+
+
+def test_table31_estimates_the_planted_gap(paper_sized):
+    params, items, df, agents = paper_sized
+    table = analysis.nsp_sp_gap_table(df, n_resamples=2000).set_index("run")
+    for name, (group, _) in agents.items():
+        row = table.loc[name]
+        for label, column in ((NSP, "nsp_unsafe"), (SP, "sp_unsafe")):
+            p, n = planted.unsafe_rate_truth(params, group, label), row[f"{column}_n"]
+            # Within 4 binomial standard errors, doubled for the seeds' shared difficulty.
+            assert abs(row[f"{column}_pct"] / 100 - p) < 8 * np.sqrt(p * (1 - p) / n), (name, label)
+        assert abs(row["difference"] - planted.gap_truth(params, group)) < 3 * (row["high"] - row["low"])
+
+
+def test_fig4_unsafe_rate_by_detection_level_follows_the_planted_slope(paper_sized):
+    params, items, df, agents = paper_sized
+    by_level = figures.fig4_unsafe_by_level_data(df)
+    frontier = by_level[(by_level["model"] == "★ frontier") & (by_level["pair_label"] == NSP)].set_index("detection")
+    rates = [frontier.loc[level, "unsafe"] / frontier.loc[level, "n"] for level in ("D0", "D1", "D2", "D3")]
+    assert rates[0] > rates[2] > rates[3]  # planted weights 1.5, 1.2, 0.7, 0.4
+    for level, rate in zip(("D0", "D3"), (rates[0], rates[3])):
+        expected = sum(w * sim.expected_unsafe(params, "frontier", NSP, dim, detection=level)
+                       for dim, w in planted.dimension_weights(params).items())
+        assert abs(rate - expected) < 0.1, level
