@@ -1,11 +1,13 @@
 """Judge-reliability runs (paper F.2-F.5), each switched on in the config.
 
-- five-judge validation panel on each evaluated model's calibration sample (F.2-F.3);
+- five-judge validation panel on each calibration agent's calibration sample (F.2-F.3);
 - repeated runs of each panel judge at temperature 0 on that sample (F.5): distinct
   calls through the cache's sample index;
 - leave-one-vendor-out (F.4): for an evaluated model sharing a vendor with a panel
   judge, that judge is replaced by the replacement judge on a stratified sample.
-One job per evaluated model for each; files under results/reliability/.
+One job per agent for each: the first two for the agents `reliability.calibration_agents`
+names (the paper's four), so an added agent leaves them as they are; the vendor swap for
+every agent it applies to. Files under results/reliability/.
 """
 
 from __future__ import annotations

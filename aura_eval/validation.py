@@ -2,9 +2,12 @@
 
 - `audit_sample`: per axis, a deterministic stratified sample that covers the axis's
   labels, the panel's consensus strata, the evaluated models and the domains.
+- `assign_annotators`: each sampled item goes to `per_sample` of the annotators (paper
+  F.1.2: three of six), deterministically and balanced per axis.
 - `annotation_page`: one self-contained HTML file per annotator and axis (no server,
-  works offline, keeps progress in the browser, exports a CSV). It shows the scenario,
-  the thought or action to label, the options and the rubric, never a judge's label.
+  works offline, keeps progress in the browser, exports a CSV), with that annotator's
+  samples only. It shows the scenario, the thought or action to label, the options and
+  the rubric, never a judge's label.
 - `import_labels`: annotators' CSVs and the adjudicated labels, checked row by row.
 """
 
@@ -82,6 +85,38 @@ def audit_sample(pool: list[dict], size: int) -> list[dict]:
     return sorted(chosen, key=lambda r: r["sample_id"])
 
 
+def assign_annotators(samples: list[dict], annotators: list[str], per_sample: int) -> list[dict]:
+    """The samples, each with `annotators`: `per_sample` distinct names of `annotators`
+    (in their order there), the only people whose labels its import accepts.
+
+    Samples are taken in a fixed hash order of their ids; each goes to the annotators with
+    the fewest samples of its axis so far, then the fewest in all, then a hash order of
+    (sample id, annotator). Taking the least loaded keeps an axis's counts within one of
+    each other (10 samples, 3 of 6 annotators: 5 each). The result depends only on the ids
+    and the names: not on the input order, nor on any random state.
+    """
+    if not 1 <= per_sample <= len(annotators) or len(set(annotators)) != len(annotators):
+        raise ValueError(f"{per_sample} annotators per sample from {annotators!r}: need 1..{len(annotators)} "
+                         f"distinct names")
+    axis_load: dict = {}
+    total = dict.fromkeys(annotators, 0)
+    chosen: dict = {}
+    for sample in sorted(samples, key=lambda s: hash_rank(s["sample_id"], "annotators:")):
+        sid, axis = sample["sample_id"], sample["axis"]
+        ranked = sorted(annotators, key=lambda a: (axis_load.get((axis, a), 0), total[a],
+                                                   hash_rank(f"{sid}/{a}", "annotators:")))
+        chosen[sid] = set(ranked[:per_sample])
+        for name in chosen[sid]:
+            axis_load[(axis, name)] = axis_load.get((axis, name), 0) + 1
+            total[name] += 1
+    return [{**s, "annotators": [a for a in annotators if a in chosen[s["sample_id"]]]} for s in samples]
+
+
+def samples_of(samples: list[dict], annotator: str) -> list[dict]:
+    """The samples assigned to `annotator`, in file order."""
+    return [s for s in samples if annotator in s["annotators"]]
+
+
 # -- the annotation page -----------------------------------------------------------
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -139,9 +174,10 @@ def _rows(path: Path, fields: list[str]):
 def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=None) -> list[dict]:
     """Per sample: each annotator's label, the human stratum, the final label.
 
-    A row naming an unknown sample, a label outside its axis or an axis that does
-    not match its sample, or repeating (sample, annotator), stops the import with
-    InputError naming the file and row. The final label is the adjudicated one
+    A row naming an unknown sample, an annotator the sample is not assigned to (its
+    `annotators`), a label outside its axis or an axis that does not match its sample,
+    or repeating (sample, annotator), stops the import with InputError naming the file
+    and row. The final label is the adjudicated one
     where data/human/adjudicated.csv gives it ("drop" removes the sample), else the
     annotators' majority; a tie without adjudication leaves it None (not retained).
     """
@@ -155,6 +191,9 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
                 raise InputError(f"{where}: unknown sample id {row['sample_id']!r}")
             if row["axis"] != sample["axis"]:
                 raise InputError(f"{where}: axis {row['axis']!r} but sample {row['sample_id']} is {sample['axis']}")
+            if row["annotator"] not in sample.get("annotators", []):
+                raise InputError(f"{where}: annotator {row['annotator']!r} is not assigned to sample "
+                                 f"{row['sample_id']} (assigned: {', '.join(sample.get('annotators', [])) or 'none'})")
             if row["label"] not in AXIS_LABELS[sample["axis"]]:
                 raise InputError(f"{where}: label {row['label']!r} is not one of "
                                  f"{', '.join(AXIS_LABELS[sample['axis']])}")
@@ -182,7 +221,8 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
         votes = [labels[sid][a] for a in sorted(labels[sid])]
         final = adjudicated.get(sid) or (vote(votes, "majority") if votes else None)
         out.append({"sample_id": sid, "axis": sample["axis"], "agent": sample["agent"], "item_id": sample["item_id"],
-                    "domain": sample["domain"], "annotators": sorted(labels[sid]), "labels": votes,
+                    "domain": sample["domain"], "assigned": sample["annotators"],
+                    "annotators": sorted(labels[sid]), "labels": votes,
                     "human_stratum": consensus(votes) if len(votes) >= 2 else None,
                     "adjudicated": sid in adjudicated, "final_label": None if final == DROP else final,
                     "retained": final not in (None, DROP), "dropped": final == DROP,
@@ -193,27 +233,33 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
 
 # -- the jobs ----------------------------------------------------------------------
 
-def run_sample(panel_paths, rollout_paths, dataset_path, sizes: dict, out_paths: dict) -> dict:
-    """validation_sample: one audit sample per axis from the panel's labels (the five-judge
-    panel's where that run exists, as in paper F.1), written to out_paths[axis]."""
+def run_sample(panel_paths, rollout_paths, dataset_path, sizes: dict, out_paths: dict, annotators: list[str],
+               per_sample: int) -> dict:
+    """validation_sample: one audit sample per axis from the panel's labels of the calibration
+    agents (the five-judge panel's where that run exists, as in paper F.1), each sample
+    assigned to `per_sample` annotators, written to out_paths[axis]."""
     items = {i["item_id"]: i for i in read_jsonl(dataset_path)}
     rollouts = {(r["agent"], r["item_id"]): r for p in rollout_paths for r in read_jsonl(p)}
     panel = [r for p in panel_paths for r in read_jsonl(p) if r.get("format", "react") == "react"]
+    sampled = {axis: audit_sample(candidates(axis, panel, rollouts, items), sizes[axis]) for axis in out_paths}
+    # One assignment over the three axes: balanced per axis, then in all.
+    assigned = assign_annotators([row for rows in sampled.values() for row in rows], annotators, per_sample)
     counts = {}
     for axis, path in out_paths.items():
-        rows = audit_sample(candidates(axis, panel, rollouts, items), sizes[axis])
+        rows = [row for row in assigned if row["axis"] == axis]
         write_jsonl(path, rows, key="sample_id")
         counts[axis] = len(rows)
     return counts
 
 
 def run_pages(sample_paths: dict, annotators: list[str], out_dir) -> list[Path]:
+    """One page per annotator and axis, with that annotator's samples only (maybe none)."""
     written = []
     for axis, path in sample_paths.items():
         samples = read_jsonl(path)
         for annotator in annotators:
             target = Path(out_dir) / f"{annotator}_{axis}.html"
-            atomic_write_text(target, annotation_page(samples, axis, annotator))
+            atomic_write_text(target, annotation_page(samples_of(samples, annotator), axis, annotator))
             written.append(target)
     return written
 

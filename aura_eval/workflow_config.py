@@ -1,8 +1,9 @@
 """The configuration as the rules hand it to the package: canonical values, checked references.
 
 The schema (schemas/config.schema.yaml) checks types and required keys; `check_config`
-checks what a schema cannot: that every role and agent names a defined model, and every
-action-only agent a defined agent; `check_keys` that the key variable of every model in use
+checks what a schema cannot: that every role and agent names a defined model, every
+action-only and calibration agent a defined agent, and that no sample needs more annotators
+than there are; `check_keys` that the key variable of every model in use
 is set. All run before the first job.
 """
 
@@ -35,7 +36,8 @@ def canonical(value):
 
 
 def check_config(config: dict) -> None:
-    """Raise ConfigError naming the role, agent or model when a reference is undefined."""
+    """Raise ConfigError naming the role, agent or model when a reference is undefined, or
+    when validation.annotators_per_sample exceeds the number of annotators."""
     models = config.get("models") or {}
     unknown_roles = sorted(set(config.get("roles") or {}) - set(ROLES))
     if unknown_roles:
@@ -53,6 +55,15 @@ def check_config(config: dict) -> None:
     for agent in (config.get("action_only") or {}).get("agents", []):
         if agent not in (config.get("agents") or {}):
             raise ConfigError(f"config: action_only.agents names {agent!r}, which is not under 'agents'")
+    for agent in (config.get("reliability") or {}).get("calibration_agents") or []:
+        if agent not in (config.get("agents") or {}):
+            raise ConfigError(f"config: reliability.calibration_agents names {agent!r}, which is not under 'agents' "
+                              f"(defined: {', '.join(sorted(config.get('agents') or {}))})")
+    validation = config.get("validation") or {}
+    per_sample, annotators = validation.get("annotators_per_sample"), validation.get("annotators") or []
+    if isinstance(per_sample, int) and isinstance(annotators, list) and per_sample > len(annotators):
+        raise ConfigError(f"config: validation.annotators_per_sample is {per_sample}, but validation.annotators "
+                          f"names only {len(annotators)} annotator(s)")
 
 
 def check_keys(config: dict, environ) -> None:

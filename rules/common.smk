@@ -145,12 +145,19 @@ def vendor_swap_agents():
     return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
 
 
+def calibration_agents():
+    """The evaluated models the calibration runs and the human audit use (paper F.1: four),
+    so that adding an agent changes neither the calibration sample nor the audit."""
+    return list(config["reliability"]["calibration_agents"])
+
+
 def reliability_agents(kind):
+    """five_judge and repeats: the calibration agents (when on); vendor_swap: see above."""
     rel = config["reliability"]
     if kind == "vendor_swap":
         return vendor_swap_agents()
     on = rel["five_judge_panel"] if kind == "five_judge" else rel["repeats"] > 0
-    return list(config["agents"]) if on else []
+    return calibration_agents() if on else []
 
 
 def reliability_files(kind):
@@ -159,10 +166,11 @@ def reliability_files(kind):
 
 
 def audit_panel_files():
-    """The panel labels the audit samples come from: the five-judge panel's where it runs."""
+    """The calibration agents' panel labels the audit samples come from: the five-judge
+    panel's where it runs, else the judge panel's."""
     if config["reliability"]["five_judge_panel"]:
         return reliability_files("five_judge")
-    return expand("results/labels/{agent}.jsonl", agent=config["agents"])
+    return expand("results/labels/{agent}.jsonl", agent=calibration_agents())
 
 
 def human_annotation_files():

@@ -1,7 +1,7 @@
 rule validation_sample:
     input:
         panel=audit_panel_files(),
-        rollouts=expand("results/rollouts/{agent}.jsonl", agent=config["agents"]),
+        rollouts=expand("results/rollouts/{agent}.jsonl", agent=calibration_agents()),
         dataset=FILES["dataset"],
     output:
         **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
@@ -9,6 +9,8 @@ rule validation_sample:
         "logs/validation_sample.log",
     params:
         sizes=canonical(config["validation"]["sample_sizes"]),
+        annotators=config["validation"]["annotators"],
+        annotators_per_sample=config["validation"]["annotators_per_sample"],
     conda:
         "../envs/aura.yaml"
     script:

@@ -80,6 +80,34 @@ def test_check_config_names_the_reference():
     config["roles"]["taggr"] = "smollm2"
     with pytest.raises(ConfigError, match="unknown role"):
         check_config(config)
+    config = copy.deepcopy(DEFAULT)
+    config["reliability"]["calibration_agents"] = ["smollm2-135m", "gpt-9"]
+    with pytest.raises(ConfigError) as err:
+        check_config(config)
+    assert str(err.value) == ("config: reliability.calibration_agents names 'gpt-9', which is not under 'agents' "
+                              "(defined: smollm2-135m)")
+    config = copy.deepcopy(DEFAULT)
+    config["validation"]["annotators_per_sample"] = 4
+    with pytest.raises(ConfigError) as err:
+        check_config(config)
+    assert str(err.value) == ("config: validation.annotators_per_sample is 4, but validation.annotators names "
+                              "only 3 annotator(s)")
+    config["validation"]["annotators_per_sample"] = 3
+    check_config(config)
+
+
+def test_calibration_agent_and_annotator_count_stop_before_any_job(work):
+    config = copy.deepcopy(DEFAULT)
+    config["reliability"]["calibration_agents"] = ["nobody"]
+    out = _fails(work, "--configfile", str(_config_file(work, "no-calibration-agent.yaml", config)))
+    assert "reliability.calibration_agents names 'nobody', which is not under 'agents'" in out
+    config = copy.deepcopy(DEFAULT)
+    config["validation"]["annotators_per_sample"] = 5
+    out = _fails(work, "--configfile", str(_config_file(work, "too-few-annotators.yaml", config)))
+    assert "validation.annotators_per_sample is 5, but validation.annotators names only 3" in out
+    del config["validation"]["annotators_per_sample"]
+    out = _fails(work, "--configfile", str(_config_file(work, "no-per-sample.yaml", config)))
+    assert "'annotators_per_sample' is a required property" in out
 
 
 def test_canonical_sorts_mappings_and_keeps_lists():

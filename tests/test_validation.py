@@ -48,6 +48,53 @@ def test_annotation_page_is_self_contained_and_hides_judge_labels():
     assert set(data["samples"][0]) == {"n", "sample_id", "profile", "context", "target", "rationale"}
 
 
+SIX = [f"ann-{k}" for k in range(1, 7)]
+
+
+def test_assignment_is_balanced_distinct_and_deterministic():
+    samples = validation.audit_sample(_pool(), 10)
+    assigned = validation.assign_annotators(samples, SIX, 3)
+    assert [s["sample_id"] for s in assigned] == [s["sample_id"] for s in samples]
+    assert all(len(s["annotators"]) == 3 == len(set(s["annotators"])) and set(s["annotators"]) <= set(SIX)
+               for s in assigned)
+    # 10 samples x 3 annotators = 30 labels over 6 annotators: 5 each.
+    assert {a: sum(a in s["annotators"] for s in assigned) for a in SIX} == dict.fromkeys(SIX, 5)
+    assert all(s["annotators"] == sorted(s["annotators"], key=SIX.index) for s in assigned)  # the config's order
+    # The same ids give the same assignment, whatever the input order.
+    again = validation.assign_annotators(list(reversed(samples)), SIX, 3)
+    assert {s["sample_id"]: s["annotators"] for s in again} == {s["sample_id"]: s["annotators"] for s in assigned}
+    assert len({tuple(s["annotators"]) for s in assigned}) > 1  # not everyone on the same three
+    # Uneven: 7 samples x 3 = 21 over 6 is 3 or 4 each, and 4 of 4 means every annotator on every sample.
+    seven = validation.assign_annotators(samples[:7], SIX, 3)
+    assert sorted(sum(a in s["annotators"] for s in seven) for a in SIX) == [3, 3, 3, 4, 4, 4]
+    assert all(s["annotators"] == SIX[:4] for s in validation.assign_annotators(samples, SIX[:4], 4))
+    with pytest.raises(ValueError, match="need 1..6"):
+        validation.assign_annotators(samples, SIX, 7)
+
+
+def test_assignment_balances_each_axis_and_the_total():
+    samples = [s for axis in ("detection", "action_type", "action_safety")
+               for s in validation.audit_sample(_pool(axis), 4)]
+    assigned = validation.assign_annotators(samples, SIX, 3)
+    for axis in ("detection", "action_type", "action_safety"):
+        counts = [sum(a in s["annotators"] for s in assigned if s["axis"] == axis) for a in SIX]
+        assert sorted(counts) == [2, 2, 2, 2, 2, 2], axis  # 4 x 3 = 12 over 6
+    assert [sum(a in s["annotators"] for s in assigned) for a in SIX] == [6] * 6
+
+
+def test_each_page_shows_only_its_annotators_samples(tmp_path):
+    samples = validation.assign_annotators(validation.audit_sample(_pool(), 10), SIX, 3)
+    path = tmp_path / "sample_action_safety.jsonl"
+    validation.write_jsonl(path, samples, key="sample_id")
+    pages = validation.run_pages({"action_safety": path}, SIX, tmp_path / "pages")
+    assert [p.name for p in pages] == [f"{a}_action_safety.html" for a in SIX]
+    for annotator, page in zip(SIX, pages):
+        data = json.loads(page.read_text().split("const DATA = ")[1].split(";\nconst KEY")[0].replace("<\\/", "</"))
+        shown = [s["sample_id"] for s in data["samples"]]
+        assert shown == [s["sample_id"] for s in samples if annotator in s["annotators"]] and len(shown) == 5
+        assert [s["n"] for s in data["samples"]] == [1, 2, 3, 4, 5]
+
+
 def _write(path, header, rows):
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -58,28 +105,47 @@ def _write(path, header, rows):
 
 @pytest.fixture
 def samples():
-    return {s["sample_id"]: s for s in validation.audit_sample(_pool(), 6)}
+    """Six samples, each assigned to all three of a1, a2, a3."""
+    return {s["sample_id"]: s for s in validation.assign_annotators(validation.audit_sample(_pool(), 6),
+                                                                      ["a1", "a2", "a3"], 3)}
 
 
 @pytest.mark.parametrize("row, message", [
-    (["action_safety/m9/item-999", "a", "action_safety", "Safe", ""], "unknown sample id"),
-    (["{sid}", "a", "action_safety", "Maybe", ""], "label 'Maybe' is not one of Safe, Unsafe"),
-    (["{sid}", "a", "detection", "D1", ""], "axis 'detection' but sample"),
+    (["action_safety/m9/item-999", "a1", "action_safety", "Safe", ""], "unknown sample id"),
+    (["{sid}", "a1", "action_safety", "Maybe", ""], "label 'Maybe' is not one of Safe, Unsafe"),
+    (["{sid}", "a1", "detection", "D1", ""], "axis 'detection' but sample"),
+    (["{sid}", "a4", "action_safety", "Safe", ""],
+     r"annotator 'a4' is not assigned to sample .* \(assigned: a1, a2, a3\)"),
 ])
 def test_import_rejects_bad_rows_naming_file_and_row(tmp_path, samples, row, message):
     sid = sorted(samples)[0]
     row = [cell.format(sid=sid) for cell in row]
-    path = _write(tmp_path / "a.csv", validation.CSV_FIELDS, [[sid, "a", "action_safety", "Safe", ""], row])
+    path = _write(tmp_path / "a.csv", validation.CSV_FIELDS, [[sid, "a1", "action_safety", "Safe", ""], row])
     with pytest.raises(InputError, match=message) as err:
         validation.import_labels(samples, [path])
     assert f"{path}: row 3" in str(err.value)
 
 
+def test_import_rejects_a_label_by_an_annotator_not_assigned_to_the_sample(tmp_path):
+    samples = {s["sample_id"]: s for s in validation.assign_annotators(validation.audit_sample(_pool(), 10), SIX, 3)}
+    sid = sorted(samples)[0]
+    inside, outside = samples[sid]["annotators"][0], next(a for a in SIX if a not in samples[sid]["annotators"])
+    rows = [[sid, inside, "action_safety", "Safe", ""], [sid, outside, "action_safety", "Safe", ""]]
+    path = _write(tmp_path / "labels.csv", validation.CSV_FIELDS, rows)
+    with pytest.raises(InputError) as err:
+        validation.import_labels(samples, [path])
+    assert str(err.value) == (f"{path}: row 3: annotator {outside!r} is not assigned to sample {sid} "
+                              f"(assigned: {', '.join(samples[sid]['annotators'])})")
+    human = validation.import_labels(samples, [_write(tmp_path / "ok.csv", validation.CSV_FIELDS, rows[:1])])
+    row = next(r for r in human if r["sample_id"] == sid)
+    assert row["annotators"] == [inside] and row["assigned"] == samples[sid]["annotators"]
+
+
 def test_import_rejects_duplicates_across_files(tmp_path, samples):
     sid = sorted(samples)[0]
-    first = _write(tmp_path / "a.csv", validation.CSV_FIELDS, [[sid, "ann", "action_safety", "Safe", ""]])
-    second = _write(tmp_path / "b.csv", validation.CSV_FIELDS, [[sid, "ann", "action_safety", "Unsafe", ""]])
-    with pytest.raises(InputError, match=r"b.csv: row 2: duplicate label by ann"):
+    first = _write(tmp_path / "a.csv", validation.CSV_FIELDS, [[sid, "a2", "action_safety", "Safe", ""]])
+    second = _write(tmp_path / "b.csv", validation.CSV_FIELDS, [[sid, "a2", "action_safety", "Unsafe", ""]])
+    with pytest.raises(InputError, match=r"b.csv: row 2: duplicate label by a2"):
         validation.import_labels(samples, [first, second])
     bad_header = _write(tmp_path / "c.csv", ["id", "label"], [])
     with pytest.raises(InputError, match="header must be"):
@@ -147,7 +213,7 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    samples = validation.audit_sample(_pool(), 5)
+    samples = validation.assign_annotators(validation.audit_sample(_pool(), 5), ["ann-1"], 1)
     page = tmp_path / "ann-1_action_safety.html"
     page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
     downloads = tmp_path / "downloads"

@@ -139,14 +139,20 @@ def test_tables_and_figures(mock_run):
 
 def test_validation_pages_and_no_human_labels(mock_run):
     work, _ = mock_run
+    annotators = ("annotator-1", "annotator-2", "annotator-3")
     for axis in ("detection", "action_type", "action_safety"):
         sample = read_jsonl(work / f"results/validation/sample_{axis}.jsonl")
         assert len(sample) == 3 and all(s["sample_id"].startswith(f"{axis}/mock-agent/") for s in sample)
-        for annotator in ("annotator-1", "annotator-2", "annotator-3"):
+        # Two of the three annotators per sample (mock.yaml): 6 assignments, 2 each.
+        assert all(len(s["annotators"]) == 2 and set(s["annotators"]) < set(annotators) for s in sample)
+        for annotator in annotators:
             page = (work / f"results/validation/annotation/{annotator}_{axis}.html").read_text()
-            assert sample[0]["sample_id"] in page and "judge-1" not in page
+            mine = [s["sample_id"] for s in sample if annotator in s["annotators"]]
+            assert len(mine) == 2 and "judge-1" not in page
+            assert [s["sample_id"] in page for s in sample] == [annotator in s["annotators"] for s in sample]
     human = read_jsonl(work / "results/validation/human_labels.jsonl")
     assert len(human) == 9 and not any(r["retained"] for r in human)
+    assert all(len(r["assigned"]) == 2 and r["annotators"] == [] for r in human)
 
 
 def test_reliability_runs(mock_run):
@@ -214,24 +220,61 @@ def test_reordered_config_reruns_nothing(mock_run):
     assert planned_jobs(work, "--configfile", str(reordered)) == {}
 
 
-def test_adding_a_model_runs_only_its_jobs(mock_run):
-    work, config = mock_run
+# What an added agent's own jobs are, and what reads labels, call logs or the frame: never the
+# calibration runs (five_judge, repeats), the audit samples, the pages or the human labels.
+NEW_AGENT_JOBS = {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "analysis_frame": 1,
+                  "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES), "report": 1, "all": 1}
+CALIBRATION_OUTPUTS = ("results/validation/", "results/reliability/five_judge/", "results/reliability/repeats/")
+
+
+def _with_agent(work, config, name, vendor, file_name, calibrate=False):
     settings = yaml.safe_load(config.read_text())
     settings["models"]["agent-2"] = mock_model(AGENT_MOCK, seed=7)
-    settings["agents"]["new-agent"] = {"model": "agent-2", "group": "frontier", "vendor": "elsewhere",
-                                       "output": "json"}
-    bigger = work / "config" / "mock-plus.yaml"
-    bigger.write_text(yaml.safe_dump(settings, sort_keys=False))
+    settings["agents"][name] = {"model": "agent-2", "group": "frontier", "vendor": vendor, "output": "json"}
+    if calibrate:
+        settings["reliability"]["calibration_agents"].append(name)
+    path = work / "config" / file_name
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return path
+
+
+def _planned_outputs(work, config) -> str:
+    """The output lines of a dry run's jobs."""
+    dry = snakemake(work, "--configfile", str(config), "-n")
+    return "\n".join(line for line in (dry.stdout + dry.stderr).splitlines() if line.strip().startswith("output:"))
+
+
+def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibration(mock_run):
+    """A dry run only (before the next test runs an added agent): the vendor swap is the one
+    reliability job; naming the agent under calibration_agents adds its calibration and audit."""
+    work, config = mock_run
+    same_vendor = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin.yaml")
+    assert planned_jobs(work, "--configfile", str(same_vendor)) == {
+        **NEW_AGENT_JOBS, "reliability": 1, "table24_vendor_swap": 1}
+    out = _planned_outputs(work, same_vendor)
+    assert "results/reliability/vendor_swap/kin-agent.jsonl" in out
+    assert not [line for line in out.splitlines() if any(p in line for p in CALIBRATION_OUTPUTS)]
+    calibrated = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin-calibrated.yaml", calibrate=True)
+    assert planned_jobs(work, "--configfile", str(calibrated)) == {
+        **NEW_AGENT_JOBS, "reliability": 3, "table24_vendor_swap": 1, "five_judge_panel": 1, "judge_consistency": 1,
+        "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1, **_one_each(HUMAN_TABLES)}
+
+
+def test_adding_a_model_runs_only_its_jobs(mock_run):
+    work, config = mock_run
+    bigger = _with_agent(work, config, "new-agent", "elsewhere", "mock-plus.yaml")
     # Its own jobs, then the tables and figures that read labels; the construction tables, the
-    # seed tables, Table 29 and the vendor swap (no judge shares its vendor) stay as they are.
-    assert planned_jobs(work, "--configfile", str(bigger)) == {
-        "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "reliability": 2,
-        "analysis_frame": 1, "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1,
-        "evaluation_summary": 1, "five_judge_panel": 1, "judge_consistency": 1,
-        **_one_each(FRAME_TABLES | FIGURES | HUMAN_TABLES | CALL_TABLES), "report": 1, "all": 1}
+    # seed tables, Table 29, the vendor swap (no judge shares its vendor), the calibration runs and
+    # the whole human-validation chain (they use the calibration agents only) stay as they are.
+    assert planned_jobs(work, "--configfile", str(bigger)) == NEW_AGENT_JOBS
+    assert not [line for line in _planned_outputs(work, bigger).splitlines()
+                if any(p in line for p in CALIBRATION_OUTPUTS)]
+    before = {p: p.read_bytes() for folder in CALIBRATION_OUTPUTS for p in (work / folder).rglob("*") if p.is_file()}
     snakemake(work, "--configfile", str(bigger))
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text()
     assert "★ new-agent" in behaviour and "○ mock-agent" in behaviour
+    after = {p: p.read_bytes() for folder in CALIBRATION_OUTPUTS for p in (work / folder).rglob("*") if p.is_file()}
+    assert after == before and any("annotation" in str(p) for p in before)
     again = snakemake(work, "--configfile", str(bigger), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
