@@ -271,6 +271,27 @@ def run_import(sample_paths, annotation_files, adjudication_file, out_path) -> l
     return rows
 
 
+def run_simulated_annotations(sample_paths, out_paths, simulation: dict) -> dict:
+    """simulate_annotations (a simulated run only): each annotator's CSV, in the pages' export
+    format, with the simulator's labels for the samples assigned to them."""
+    import io
+
+    from aura_eval.llm import sim
+
+    rows = sim.annotation_rows([s for p in sample_paths for s in read_jsonl(p)], simulation)
+    counts = {}
+    for path in out_paths:
+        annotator = Path(path).stem
+        mine = sorted((r for r in rows if r["annotator"] == annotator), key=lambda r: r["sample_id"])
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(mine)
+        atomic_write_text(path, text.getvalue())
+        counts[annotator] = len(mine)
+    return counts
+
+
 def human_reference(rows: list[dict]) -> dict:
     """{(item_id, agent, axis): final label} for the retained samples (Tables 21-23)."""
     return {(r["item_id"], r["agent"], r["axis"]): r["final_label"] for r in rows if r["retained"]}

@@ -36,8 +36,9 @@ def canonical(value):
 
 
 def check_config(config: dict) -> None:
-    """Raise ConfigError naming the role, agent or model when a reference is undefined, or
-    when validation.annotators_per_sample exceeds the number of annotators."""
+    """Raise ConfigError naming the role, agent or model when a reference is undefined, when
+    validation.annotators_per_sample exceeds the number of annotators, or when simulated
+    annotators are asked for in a run with a model that is not simulated."""
     models = config.get("models") or {}
     unknown_roles = sorted(set(config.get("roles") or {}) - set(ROLES))
     if unknown_roles:
@@ -64,6 +65,12 @@ def check_config(config: dict) -> None:
     if isinstance(per_sample, int) and isinstance(annotators, list) and per_sample > len(annotators):
         raise ConfigError(f"config: validation.annotators_per_sample is {per_sample}, but validation.annotators "
                           f"names only {len(annotators)} annotator(s)")
+    if validation.get("simulated_annotators"):
+        real = [name for name in used_models(config) if not models[name]["model"].startswith("aura_sim/")]
+        if real:
+            raise ConfigError(f"config: validation.simulated_annotators is allowed only in a simulated run, but "
+                              f"model(s) {', '.join(real)} are not aura_sim (simulated labels never stand in "
+                              f"for people's)")
 
 
 def check_keys(config: dict, environ) -> None:

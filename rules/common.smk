@@ -9,7 +9,8 @@ from aura_eval import vocab
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT,
                              RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.stage import call_log_problems
-from aura_eval.workflow_config import CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys
+from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
+                                       used_models)
 
 
 # References first (their message names the role and model), then the schema.
@@ -62,6 +63,16 @@ def run_agent(wildcards):
 
 def run_model(wildcards):
     return model_entries(config["agents"][run_agent(wildcards)]["model"])
+
+
+def run_agent_entry(wildcards):
+    """The agent's config entry (group, vendor, output): what the simulator's agents draw from."""
+    return canonical(config["agents"][run_agent(wildcards)])
+
+
+def simulated_run():
+    """Whether a model this run uses is the simulator (its report then says so on every page)."""
+    return any(config["models"][name]["model"].startswith("aura_sim/") for name in used_models(config))
 
 
 def run_output_format(wildcards):
@@ -173,11 +184,20 @@ def audit_panel_files():
     return expand("results/labels/{agent}.jsonl", agent=calibration_agents())
 
 
+def simulated_annotators():
+    return bool(config["validation"].get("simulated_annotators", False))
+
+
 def human_annotation_files():
+    """People's exported CSVs; in a simulated run with simulated annotators, theirs instead."""
+    if simulated_annotators():
+        return expand("results/validation/simulated/{annotator}.csv", annotator=config["validation"]["annotators"])
     return sorted(glob.glob("data/human/annotations/*.csv"))
 
 
 def human_adjudication_file():
+    if simulated_annotators():
+        return []
     return [p for p in ["data/human/adjudicated.csv"] if os.path.exists(p)]
 
 

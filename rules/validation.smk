@@ -50,3 +50,18 @@ rule import_human_labels:
         "../envs/aura.yaml"
     script:
         "../scripts/import_human_labels.py"
+
+
+rule simulate_annotations:
+    input:
+        **{axis: f"results/validation/sample_{axis}.jsonl" for axis in AXES},
+    output:
+        expand("results/validation/simulated/{annotator}.csv", annotator=config["validation"]["annotators"]),
+    log:
+        "logs/simulate_annotations.log",
+    params:
+        simulation=canonical(config["llm"].get("simulation", {})),
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/simulate_annotations.py"
