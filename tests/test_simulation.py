@@ -298,3 +298,56 @@ def test_fig4_unsafe_rate_by_detection_level_follows_the_planted_slope(paper_siz
         expected = sum(w * sim.expected_unsafe(params, "frontier", NSP, dim, detection=level)
                        for dim, w in planted.dimension_weights(params).items())
         assert abs(rate - expected) < 0.1, level
+
+
+def test_human_and_ensemble_tables_of_perfect_annotators(sim_run):
+    work, settings = sim_run
+    sizes = settings["validation"]["sample_sizes"]
+    retention = _csv(work, "table18_retention").set_index("axis")
+    for axis, size in sizes.items():
+        assert tuple(retention.loc[axis, ["sampled", "annotated", "retained", "dropped"]]) == (size, size, size, 0)
+    agreement = _csv(work, "table20_human_agreement").set_index("axis")
+    assert agreement.loc["overall", "unanimous"] == sum(sizes.values()) and agreement.loc["overall", "p_o"] == 1
+    by_consensus = _csv(work, "table22_accuracy_by_consensus")
+    unanimous = by_consensus[by_consensus["stratum"] == "unanimous"]
+    assert len(unanimous) == 5 and (unanimous["accuracy_k"] == sum(sizes.values())).all()
+    assert (by_consensus.loc[by_consensus["stratum"] != "unanimous", "samples"] == 0).all()
+    ensembles = _csv(work, "table23_ensembles")
+    assert len(ensembles) == 1 + 10 and (ensembles["n_plurality"] == sum(sizes.values())).all()
+    assert (ensembles["ties"] == 0).all() and (ensembles["accuracy_pct"] == 100).all()
+    in_use = ensembles[ensembles["in_use"]]
+    assert len(in_use) == 1 and set(in_use["judges"].item().split(" + ")) == set(settings["roles"]["judges"])
+
+
+def test_composition_table_counts_the_released_rows(sim_run):
+    work, _ = sim_run
+    items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+    composition = _csv(work, "table29_composition").set_index(["by", "value"])["ours"]
+    assert composition[("all", "rows")] == len(items)
+    assert composition[("pair_label", "NSP")] == sum(i["pair_label"] == NSP for i in items)
+    assert composition[("paired", "paired rows")] == sum(bool(i["pair_id"]) for i in items)
+
+
+def test_figures_5_to_8_plot_the_planted_counts(sim_run):
+    work, settings = sim_run
+    truth = _truth(work, settings)
+    truth = truth[truth["format"] == "react"].assign(
+        model=lambda t: t["agent"].map(lambda a: f"{GROUP_MARK[settings['agents'][a]['group']]} {a}"))
+    df = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    react = df[df["format"] == "react"]
+    types = figures.fig5a_data(react).set_index(["model", "pair_label", "action_type"])["count"]
+    expected = truth.groupby(["model", "pair_label", "action_type"]).size()
+    assert (types[types > 0].sort_index() == expected.sort_index()).all()
+    levels = figures.fig7_data(react).set_index(["model", "pair_label", "detection"])["count"]
+    expected = truth.groupby(["model", "pair_label", "detection"]).size()
+    assert (levels[levels > 0].sort_index() == expected.sort_index()).all()
+    by_dim = figures.fig6_data(react)
+    per_model = by_dim[~by_dim["model"].str.startswith("mean")].set_index(["model", "pair_label", "dimension"])
+    unsafe = truth.assign(u=truth["action_safety"] == "Unsafe").groupby(["model", "pair_label", "dimension"])["u"]
+    for key, count in unsafe.sum().items():
+        if key[2] in per_model.loc[key[:2]].index:
+            assert per_model.loc[key, "unsafe"] == count and per_model.loc[key, "n"] == unsafe.size()[key]
+    cells = figures.fig8_data(react).set_index(["model", "detection", "action_type"])
+    nsp = truth[truth["pair_label"] == NSP].groupby(["model", "detection", "action_type"]).size()
+    for key, n in nsp.items():
+        assert cells.loc[key, "n"] == n and bool(cells.loc[key, "shown"]) == (n >= figures.FIG8_MIN_N)
