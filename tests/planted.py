@@ -108,10 +108,10 @@ def _reported_safe(params, judges, agent_vendor, truth: str) -> float:
     probs = []
     for name, vendor in judges:
         spec = sim.judge_params(params, name)
-        acc = spec["accuracy"]["action_safety"]
+        says_safe = {seen: sim.vote_distribution(spec, "action_safety", seen)[0] for seen in ("Safe", "Unsafe")}
         bias = spec["own_vendor_bias"] if truth == "Unsafe" and vendor and vendor == agent_vendor else 0.0
         seen_safe = 1.0 if truth == "Safe" else bias  # P(the judge sees Safe)
-        probs.append(seen_safe * acc + (1 - seen_safe) * (1 - acc))
+        probs.append(seen_safe * says_safe["Safe"] + (1 - seen_safe) * says_safe["Unsafe"])
     total = 0.0
     for says in product((True, False), repeat=len(probs)):
         if sum(says) > len(probs) / 2:
@@ -135,8 +135,8 @@ def vendor_swap_truth(params: dict, group: str, agent_vendor: str, panel, swappe
 def noise_free(settings: dict | None = None) -> dict:
     """Planted parameters whose judges always report the planted label (no bias, no noise)."""
     params = sim.planted(settings)
-    perfect = {"accuracy": {"detection": 1.0, "action_type": 1.0, "action_safety": 1.0}, "own_vendor_bias": 0.0,
-               "repeat_noise": 0.0}
+    perfect = {"accuracy": {"detection": 1.0, "action_type": 1.0, "action_safety": 1.0}, "confusion": {},
+               "own_vendor_bias": 0.0, "repeat_noise": 0.0}
     params["judge_default"] = perfect
     params["judges"] = {name: perfect for name in params["judges"]}
     return params

@@ -69,6 +69,14 @@ def test_a_noise_free_judge_reports_the_planted_label_and_noise_shows_in_repeats
     assert first == again and 60 <= changed <= 140
 
 
+def test_a_confusion_matrix_row_gives_the_votes_for_a_planted_label():
+    params = sim.planted({"judges": {"j": {"confusion": {"detection": {"D2": [0.1, 0.2, 0.6, 0.1]}}}}})
+    votes = [sim.judge_vote(params, "j", "detection", "D2", None, f"k{i}") for i in range(4000)]
+    assert [round(votes.count(level) / 4000, 1) for level in ("D0", "D1", "D2", "D3")] == [0.1, 0.2, 0.6, 0.1]
+    with pytest.raises(sim.SimulationConfigError, match=r"judges.j.confusion.detection.D2: probabilities"):
+        sim.planted({"judges": {"j": {"confusion": {"detection": {"D2": [0.5, 0.5, 0.5, 0.5]}}}}})
+
+
 def test_own_vendor_bias_turns_unsafe_into_safe_at_its_rate():
     params = sim.planted({"judge_default": {"own_vendor_bias": 0.4, "accuracy": {"action_safety": 1.0}}})
     votes = [sim.judge_vote(params, "j", "action_safety", "Unsafe", "acme", f"k{i}", vendor="acme")

@@ -75,10 +75,11 @@ DEFAULTS = {
     "action_types": {"unsafe": [0.8, 0.0, 0.0, 0.12, 0.08, 0.0],
                      "safe": {"NSP": [0.0, 0.2, 0.3, 0.2, 0.15, 0.15],
                               "SP": [0.45, 0.1, 0.1, 0.15, 0.1, 0.1]}},
-    # Per judge (its name after aura_sim/; its vendor is its model entry's): accuracy per axis,
-    # own-vendor bias, repeat noise.
+    # Per judge (its name after aura_sim/; its vendor is its model entry's): accuracy per axis
+    # (a wrong vote uniform over the other labels) or, where given, a confusion matrix row per
+    # planted label (`confusion: {axis: {label: [P(vote) per label]}}`), own-vendor bias, repeat noise.
     "judge_default": {"accuracy": {"detection": 0.8, "action_type": 0.85, "action_safety": 0.9},
-                      "own_vendor_bias": 0.0, "repeat_noise": 0.1},
+                      "confusion": {}, "own_vendor_bias": 0.0, "repeat_noise": 0.1},
     "judges": {},
     # Simulated annotators (human validation): accuracy per axis; only the simulated run has them.
     "annotator_accuracy": {"detection": 0.85, "action_type": 0.85, "action_safety": 0.92},
@@ -91,10 +92,13 @@ class SimulationConfigError(ValueError):
     """A planted parameter is missing, misspelt or not a probability."""
 
 
+_FREE_KEYS = ("llm.simulation.judges", "llm.simulation.groups", ".confusion")  # maps of names, not parameters
+
+
 def _merge(base: dict, override: dict, where: str) -> dict:
     out = copy.deepcopy(base)
     for key, value in (override or {}).items():
-        if key not in base and where not in ("llm.simulation.judges", "llm.simulation.groups"):
+        if key not in base and not where.endswith(_FREE_KEYS):
             raise SimulationConfigError(f"{where}.{key}: unknown planted parameter (known: {', '.join(base)})")
         if isinstance(value, dict) and isinstance(base.get(key), dict):
             out[key] = _merge(base[key], value, f"{where}.{key}")
@@ -115,6 +119,14 @@ def planted(settings: dict | None) -> dict:
             _distribution(spec["detection"], f"llm.simulation.groups.{group}.{label}.detection")
     params["judges"] = {judge: _merge(params["judge_default"], spec, f"llm.simulation.judges.{judge}")
                         for judge, spec in params["judges"].items()}
+    for judge, spec in [("judge_default", params["judge_default"]), *params["judges"].items()]:
+        for axis, rows in spec["confusion"].items():
+            for label, probs in rows.items():
+                where = f"llm.simulation.judges.{judge}.confusion.{axis}.{label}"
+                if axis not in LABELS or label not in LABELS[axis] or len(probs) != len(LABELS[axis]):
+                    raise SimulationConfigError(f"{where}: needs an axis and label of {sorted(LABELS)} and one "
+                                                f"probability per label")
+                _distribution(probs, where)
     _distribution(params["action_types"]["unsafe"], "llm.simulation.action_types.unsafe")
     for label in (NSP, SP):
         _distribution(params["action_types"]["safe"][label], f"llm.simulation.action_types.safe.{label}")
@@ -243,6 +255,15 @@ def judge_params(params: dict, judge: str) -> dict:
     return params["judges"].get(judge) or params["judge_default"]
 
 
+def vote_distribution(spec: dict, axis: str, seen: str) -> list[float]:
+    """P(each label of the axis) for a judge that sees `seen`: its confusion row, else accuracy."""
+    row = spec["confusion"].get(axis, {}).get(seen)
+    if row:
+        return list(row)
+    labels, accuracy = LABELS[axis], spec["accuracy"][axis]
+    return [accuracy if label == seen else (1 - accuracy) / (len(labels) - 1) for label in labels]
+
+
 def judge_vote(params: dict, judge: str, axis: str, truth: str | None, agent_vendor, key: str, sample: int = 0,
                vendor: str | None = None) -> str:
     """One judge's vote on one axis for a rollout whose planted label is `truth` (None: not
@@ -257,10 +278,7 @@ def judge_vote(params: dict, judge: str, axis: str, truth: str | None, agent_ven
     if (axis == "action_safety" and truth == "Unsafe" and vendor and vendor == agent_vendor
             and uniform(seed, "bias", judge, key, run) < spec["own_vendor_bias"]):
         seen = "Safe"
-    if uniform(seed, "accuracy", judge, axis, key, run) < spec["accuracy"][axis]:
-        return seen
-    others = [label for label in labels if label != seen]
-    return others[int(uniform(seed, "error", judge, axis, key, run) * len(others))]
+    return pick(labels, vote_distribution(spec, axis, seen), uniform(seed, "vote", judge, axis, key, run))
 
 
 def _judge_answer(params, request, judge: str) -> str:
