@@ -86,7 +86,7 @@ def _cost(calls: pd.DataFrame) -> str:
 
 
 def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame,
-                agents: dict | None = None) -> str:
+                agents: dict | None = None, validation: dict | None = None) -> str:
     """A Markdown paragraph and table saying what this run was."""
     role_rows = []
     for role, names in sorted(roles.items()):
@@ -99,6 +99,9 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         warnings.insert(0, f"**SIMULATION: {len(simulated)} of the {len(models)} models of this run are the "
                            f"planted-truth simulator `aura_sim`; their numbers come from planted parameters "
                            f"(`llm.simulation`), not from any model.**")
+    if (validation or {}).get("simulated_annotators"):
+        warnings.insert(1, "**SIMULATED ANNOTATORS: the human-validation tables (3, 18-23) use the labels of "
+                           "simulated annotators (`results/validation/simulated/`), not of people.**")
     return "\n".join([
         *[line for w in warnings for line in (w, "")],
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "
@@ -144,7 +147,7 @@ def _model_calls(inputs, settings):
 @builder("run_summary")
 def _run_summary(inputs, settings):
     return run_summary(settings["seeds"], settings["models"], settings["roles"], len(read_jsonl(inputs["seeds"])),
-                       _calls(inputs["calls"]), settings["agents"])
+                       _calls(inputs["calls"]), settings["agents"], settings.get("validation"))
 
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:

@@ -166,7 +166,7 @@ TABLES = dict([
            formats=("csv",)),
     _table("model_calls", "run_tables", ["calls"], "Model requests per stage and endpoint", formats=("csv",)),
     _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
-           config=("seeds", "models", "roles", "agents")),
+           config=("seeds", "models", "roles", "agents", "validation")),
     _table("construction_funnel", "construct.funnel", ["funnel"], "The construction funnel beside the paper"),
     _table("construction_losses", "construct.funnel", ["funnel"], "Every loss between construction stages"),
     _table("variations_by_dimension", "construct.funnel", ["funnel"], "Construction counts per dimension"),

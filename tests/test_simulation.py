@@ -256,7 +256,8 @@ def test_the_report_says_it_is_simulated_and_a_rerun_is_identical(sim_run):
     work, settings = sim_run
     html = (work / "results/report/report.html").read_text()
     assert "SIMULATION: every number" in html and "SIMULATED:" in html
-    assert "SIMULATION:" in (work / "results/tables/run_summary.md").read_text()
+    summary = (work / "results/tables/run_summary.md").read_text()
+    assert "SIMULATION:" in summary and "SIMULATED ANNOTATORS" in summary
     before = _digest(work)
     snakemake(work, "--configfile", str(suite_config(work, "sim_small.yaml")), "--forceall")
     assert _digest(work) == before
