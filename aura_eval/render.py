@@ -4,7 +4,10 @@ With `quarto` on PATH, Quarto renders it; otherwise pandoc (from the PyPI packag
 pypandoc_binary) renders the same source after this module resolves its
 `{{< include file >}}` shortcodes. The report's inputs are the registered tables and
 figures (aura_eval.vocab), given as files: each table is offered to the source as
-Markdown at tables/<name>.md (a CSV-only table converted), each figure at figures/<name>.
+Markdown at tables/<name>.md (a CSV-only table converted), each figure at figures/<name>; and
+the paper's numbers for every registered table and figure (paper/reference_numbers.yaml,
+aura_eval.paper_numbers) at tables/paper_<name>.md, and the list of deviations from the paper
+(paper/deviations.md) at deviations.md.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval import paper_numbers
 from aura_eval.table_files import markdown
 
+DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
 
 # Shown at the top of a simulated run's report, and on every screen and printed page after it.
@@ -48,9 +53,11 @@ def csv_to_markdown(path: Path) -> str:
     return markdown(pd.read_csv(path, keep_default_na=True))
 
 
-def prepare(source: Path, files: list, build: Path, simulated: bool = False) -> Path:
+def prepare(source: Path, files: list, build: Path, simulated: bool = False,
+            reference: str | Path = paper_numbers.PATH, deviations: str | Path = DEVIATIONS) -> Path:
     """A build folder holding the source (marked when the run is simulated), Markdown versions
-    of the tables and the figures."""
+    of the tables, the figures, the paper's numbers for each (from `reference`) and the
+    deviations from the paper (`deviations`, as deviations.md)."""
     if build.exists():
         shutil.rmtree(build)
     (build / "tables").mkdir(parents=True)
@@ -63,6 +70,8 @@ def prepare(source: Path, files: list, build: Path, simulated: bool = False) -> 
             shutil.copy(path, build / "tables" / path.name)
         elif path.suffix == ".csv" and path.with_suffix(".md") not in paths:
             (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
+    paper_numbers.write_all(build / "tables", reference)
+    shutil.copy(deviations, build / "deviations.md")
     target = build / "report.qmd"
     text = Path(source).read_text(encoding="utf-8")
     target.write_text(mark_simulated(text) if simulated else text, encoding="utf-8")
@@ -77,11 +86,13 @@ def resolve_includes(text: str, base: Path) -> str:
     return INCLUDE.sub(include, text)
 
 
-def render_report(source, files, out_html, simulated: bool = False) -> str:
-    """Render the report from its input files; returns the engine used ("quarto" or "pandoc")."""
+def render_report(source, files, out_html, simulated: bool = False, reference=paper_numbers.PATH,
+                  deviations=DEVIATIONS) -> str:
+    """Render the report from its input files, the paper's numbers (`reference`) and the
+    deviations (`deviations`); returns the engine used ("quarto" or "pandoc")."""
     out_html = Path(out_html).resolve()
     build = out_html.parent / "build"
-    qmd = prepare(Path(source), files, build, simulated)
+    qmd = prepare(Path(source), files, build, simulated, reference, deviations)
     if shutil.which("quarto"):
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)

@@ -1,6 +1,8 @@
 rule report:
     input:
         source="paper/report.qmd",
+        reference="paper/reference_numbers.yaml",
+        deviations="paper/deviations.md",
         files=report_inputs(),
     output:
         "results/report/report.html",
