@@ -22,13 +22,18 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def build(name: str, inputs: dict, outputs: dict, settings: dict) -> str:
-    """Build the registered table `name` from its declared inputs and write each of its formats."""
+    """Build the registered table `name` from its declared inputs and write each of its formats.
+
+    A builder returns a DataFrame (its CSV and its Markdown rendering), the text of a
+    Markdown-only table, or (DataFrame, text) for a table whose Markdown shows more than a grid
+    (a worked example): the CSV holds the frame, the Markdown the text."""
     table = builder_of(name)(inputs, settings)
     if TABLES[name].formats == ("md",):  # a Markdown-only table's builder returns its text
         atomic_write_text(outputs["md"], table)
         return f"{len(table.splitlines())} lines"
+    table, text = table if isinstance(table, tuple) else (table, None)
     if "csv" in outputs:
         write_csv(table, outputs["csv"])
     if "md" in outputs:
-        atomic_write_text(outputs["md"], markdown(table))
+        atomic_write_text(outputs["md"], markdown(table) if text is None else text)
     return f"{len(table)} rows"

@@ -126,6 +126,9 @@ FILES = {
     "seeds": "results/seeds/seeds.jsonl",
     "tags": "results/prefixes/tags.jsonl",
     "prefixes": "results/prefixes/prefixes.jsonl",
+    "pool": "results/construct/pool.jsonl",
+    "pairs": "results/construct/pairs.jsonl",
+    "pair_reviews": "results/construct/pair_reviews.jsonl",
     "funnel": "results/construct/funnel.json",
     "dataset": "results/dataset/aura_eval.jsonl",
     "card": "results/dataset/README.md",
@@ -135,14 +138,25 @@ FILES = {
 }
 # Inputs that are one file per job of a stage (samples: the audit sample of each axis); rules/common.smk
 # expands them for the configured run.
-FILE_LISTS = ("calls", "labels", "five_judge", "repeats", "vendor_swap", "samples")
+# react_labels and react_rollouts: the ReAct runs only (one per agent), for what shows thoughts.
+FILE_LISTS = ("calls", "labels", "react_labels", "react_rollouts", "five_judge", "repeats", "vendor_swap", "samples")
+
+# The prompt templates in the paper's order (agent prompts, Table 4; judges, Tables 5-7; P1-P9,
+# Tables 9-17), and the inputs that are prompt files: name -> prompt ids (prompts/<id>.yaml).
+CONSTRUCTION_PROMPTS = ("p1_step_tagging", "p2_dimension_relevance", "p3_intensity_variation",
+                        "p4_context_variation", "p5_intensity_review", "p6_context_review",
+                        "p7_pair_classification", "p8_pair_generation", "p9_pair_review")
+PROMPT_TEMPLATES = ("agent_react", "agent_react_json", "agent_action_only", "agent_action_only_json",
+                    *JUDGE_PROMPTS.values(), *CONSTRUCTION_PROMPTS)
+PROMPT_INPUTS = {"taxonomy": ("taxonomy",), "judge_prompts": tuple(JUDGE_PROMPTS.values()),
+                 "prompt_templates": PROMPT_TEMPLATES}
 
 
 # -- registries of tables and figures --------------------------------------------------------------
 @dataclass(frozen=True)
 class Artefact:
-    """A table or figure of the report: its own job, reading only `inputs` (names from FILES
-    or FILE_LISTS) and, where `config` names top-level config keys, only those values."""
+    """A table or figure of the report: its own job, reading only `inputs` (names from FILES,
+    FILE_LISTS or PROMPT_INPUTS) and, where `config` names top-level config keys, only those values."""
 
     name: str
     module: str  # where its builder is registered (see `builder`)
@@ -199,18 +213,34 @@ TABLES = dict([
     _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
            "Table 19: audit samples by five-judge plurality stratum"),
     _table("table20_human_agreement", "analysis", ["human"], "Table 20: human agreement"),
+    _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
+           "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them"),
+    _table("table2_evaluation_taxonomy", "prompt_tables", ["judge_prompts"],
+           "Table 2: the evaluation taxonomy, each label's definition as its judge prompt states it"),
+    _table("prompt_templates", "prompt_tables", ["prompt_templates"],
+           "Tables 4-17: every prompt template, with its version and answer schema", formats=("md",)),
+    _table("table28_pair_review_examples", "examples", ["pool", "pairs", "pair_reviews"],
+           "Table 28: a retained and a rejected pair candidate of the P9 review, with every reviewer's vote"),
+    _table("table34_case_study", "examples", ["dataset", "react_rollouts", "react_labels"],
+           "Table 34: one scenario's original and variation, every model's thought, action and labels",
+           config=("report",)),
 ])
 
-FIGURES = dict(
-    _table(name, "figures", inputs, caption, formats=("png", "svg")) for name, inputs, caption in [
-        ("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
-        ("fig4_unsafe_by_detection", ["frame"],
-         "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),
-        ("fig5_action_types", ["frame"], "Figure 5: action types and their unsafe share, per model, NSP and SP"),
-        ("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension, NSP and SP, with the model mean"),
-        ("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
-        ("fig8_detection_by_action", ["frame"], "Figure 8: NSP unsafe rate per detection × action type, per model"),
-    ])
+def _figure(name, inputs, caption, module="figures"):
+    return _table(name, module, inputs, caption, formats=("png", "svg"))
+
+
+FIGURES = dict([
+    _figure("fig1_construction_pipeline", ["seeds", "funnel"],
+            "Figure 1: the construction pipeline with this run's count after every step", module="pipeline_figure"),
+    _figure("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
+    _figure("fig4_unsafe_by_detection", ["frame"],
+            "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),
+    _figure("fig5_action_types", ["frame"], "Figure 5: action types and their unsafe share, per model, NSP and SP"),
+    _figure("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension, NSP and SP, with the model mean"),
+    _figure("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
+    _figure("fig8_detection_by_action", ["frame"], "Figure 8: NSP unsafe rate per detection × action type, per model"),
+])
 
 
 def artefact(name: str) -> tuple[str, Artefact]:

@@ -6,8 +6,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from aura_eval import vocab
-from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, REACT,
-                             RELIABILITY_KINDS, TABLES, parse_run, run_name)
+from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
+                             REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        used_models)
@@ -205,6 +205,10 @@ def label_files():
     return expand("results/labels/{run}.jsonl", run=runs())
 
 
+def react_runs():
+    return [run_name(a, REACT) for a in config["agents"]]
+
+
 # Every model job's call log, by rule: the report counts calls, tokens and cache hits from them.
 CONSTRUCTION_STAGES = ["relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs"]
 CALL_LOGS = {
@@ -230,14 +234,26 @@ def call_logs():
 
 # -- tables and figures: each reads only the inputs its registry entry names -----------------
 
-FILE_LISTS = {"calls": call_logs, "labels": label_files, "five_judge": lambda: reliability_files("five_judge"),
+FILE_LISTS = {"calls": call_logs, "labels": label_files,
+              "react_labels": lambda: expand("results/labels/{run}.jsonl", run=react_runs()),
+              "react_rollouts": lambda: expand("results/rollouts/{run}.jsonl", run=react_runs()),
+              "five_judge": lambda: reliability_files("five_judge"),
               "repeats": lambda: reliability_files("repeats"), "vendor_swap": lambda: reliability_files("vendor_swap"),
               "samples": lambda: [f"results/validation/sample_{axis}.jsonl" for axis in AXES]}
 assert set(FILE_LISTS) == set(vocab.FILE_LISTS), "aura_eval.vocab.FILE_LISTS and rules/common.smk disagree"
 
 
+def artefact_input(name):
+    """A per-job list (FILE_LISTS), prompt files (PROMPT_INPUTS, a list) or one shared file (FILES)."""
+    if name in FILE_LISTS:
+        return FILE_LISTS[name]()
+    if name in PROMPT_INPUTS:
+        return prompt_files(*PROMPT_INPUTS[name])
+    return FILES[name]
+
+
 def artefact_inputs(spec):
-    return {name: FILE_LISTS[name]() if name in FILE_LISTS else FILES[name] for name in spec.inputs}
+    return {name: artefact_input(name) for name in spec.inputs}
 
 
 def report_inputs():

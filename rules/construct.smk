@@ -71,7 +71,7 @@ rule classify:
         reviews="results/construct/variation_reviews.jsonl",
         prompts=prompt_files("p7_pair_classification"),
     output:
-        pool="results/construct/pool.jsonl",
+        pool=FILES["pool"],
         calls=CALL_LOGS["classify"],
     threads: model_threads()
     log:
@@ -87,11 +87,11 @@ rule classify:
 
 rule generate_pairs:
     input:
-        pool="results/construct/pool.jsonl",
+        pool=FILES["pool"],
         seeds=FILES["seeds"],
         prompts=prompt_files("p8_pair_generation"),
     output:
-        pairs="results/construct/pairs.jsonl",
+        pairs=FILES["pairs"],
         calls=CALL_LOGS["generate_pairs"],
     threads: model_threads()
     log:
@@ -107,11 +107,11 @@ rule generate_pairs:
 
 rule review_pairs:
     input:
-        pairs="results/construct/pairs.jsonl",
-        pool="results/construct/pool.jsonl",
+        pairs=FILES["pairs"],
+        pool=FILES["pool"],
         prompts=prompt_files("p9_pair_review"),
     output:
-        reviews="results/construct/pair_reviews.jsonl",
+        reviews=FILES["pair_reviews"],
         calls=CALL_LOGS["review_pairs"],
     threads: model_threads()
     log:
@@ -132,9 +132,9 @@ rule release:
         candidates="results/construct/candidates.jsonl",
         variations="results/construct/variations.jsonl",
         reviews="results/construct/variation_reviews.jsonl",
-        pool="results/construct/pool.jsonl",
-        pairs="results/construct/pairs.jsonl",
-        pair_reviews="results/construct/pair_reviews.jsonl",
+        pool=FILES["pool"],
+        pairs=FILES["pairs"],
+        pair_reviews=FILES["pair_reviews"],
     output:
         dataset=FILES["dataset"],
         excluded="results/dataset/excluded.jsonl",

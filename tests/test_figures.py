@@ -1,5 +1,6 @@
 """The numbers Figures 4-8 plot, from hand-built frames, and that every figure renders."""
 
+import json
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import pandas as pd
 import pytest
 
 from aura_eval import figures
+from aura_eval.construct.funnel import funnel as construction_funnel
 from aura_eval.figures import (MEAN_ROW, fig4_level_share_data, fig4_overall_data, fig4_unsafe_by_level_data,
                                fig5a_data, fig5b_data, fig6_data, fig7_data, fig8_data, why_empty)
 from aura_eval.table_files import write_csv
@@ -199,7 +201,9 @@ def test_registered_builders_render_from_files_and_rerun_byte_identical(df, tmp_
     write_csv(df, frame_csv)
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text('{"domain": "Finance", "label": "unsafe", "n_steps": 4, "seed_id": "s1"}\n')
-    inputs = {"frame": str(frame_csv), "seeds": str(seeds)}
+    funnel = tmp_path / "funnel.json"
+    funnel.write_text(json.dumps({"funnel": construction_funnel(*[[]] * 10)}))
+    inputs = {"frame": str(frame_csv), "seeds": str(seeds), "funnel": str(funnel)}
     for name in FIGURES:
         png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
         builder_of(name)(inputs, png, svg)

@@ -15,7 +15,7 @@ FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files",
         "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "analysis",
-        "run_tables", "figures", "paper_numbers", "render", "digest"]
+        "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "render", "digest"]
 
 
 def _module_name(path: Path) -> str:
@@ -53,7 +53,8 @@ def test_no_import_runs_backwards(module):
 def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
-               "validation", "analysis", "run_tables", "figures", "paper_numbers", "render", "digest"]
+               "validation", "analysis", "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure",
+               "paper_numbers", "render", "digest"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -75,6 +76,6 @@ def test_every_registered_table_and_figure_has_its_builder():
     from aura_eval import vocab
 
     names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 26 + 6 and all(callable(vocab.builder_of(name)) for name in names)
+    assert len(names) == 31 + 7 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")

@@ -178,6 +178,9 @@ FIGURES = {"fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dime
 HUMAN_TABLES = {"table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement",
                 "table21_judge_accuracy", "table22_accuracy_by_consensus", "table23_ensembles"}
 CALL_TABLES = {"model_calls", "run_summary"}
+# What reads the ReAct runs' labels and rollouts themselves (not the frame): a new agent reruns it,
+# a new action-only subset does not.
+REACT_TABLES = {"table34_case_study"}
 
 
 def _one_each(names) -> dict:
@@ -223,7 +226,8 @@ def test_reordered_config_reruns_nothing(mock_run):
 # What an added agent's own jobs are, and what reads labels, call logs or the frame: never the
 # calibration runs (five_judge, repeats), the audit samples, the pages or the human labels.
 NEW_AGENT_JOBS = {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "analysis_frame": 1,
-                  "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES), "report": 1, "all": 1}
+                  "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES | REACT_TABLES),
+                  "report": 1, "all": 1}
 CALIBRATION_OUTPUTS = ("results/validation/", "results/reliability/five_judge/", "results/reliability/repeats/")
 
 
