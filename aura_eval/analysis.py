@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aura_eval import reasons
 from aura_eval.jsonl import read_jsonl
 from aura_eval.stats import (NO_PLURALITY, PLURALITY, UNANIMOUS, krippendorff_alpha, nsp_sp_difference,
                              observed_agreement, plurality_consensus, seed_bootstrap, share, share_columns, vote,
@@ -426,9 +427,13 @@ def _audit(inputs) -> tuple:
 
 
 def _register(names_and_builders: dict, read) -> None:
-    """Register each table's builder applied to what `read(inputs)` gives."""
+    """Register each table's builder applied to what `read(inputs)` gives, with the reader's reason
+    when the table is empty or partial (aura_eval.reasons)."""
     for name, build in names_and_builders.items():
-        builder(name)(lambda inputs, settings, build=build: build(*read(inputs)))
+        def run(inputs, settings, name=name, build=build):
+            args = read(inputs)
+            return reasons.attach(name, build(*args), *args)
+        builder(name)(run)
 
 
 _register({"table33_behaviour": behaviour_table, "table31_nsp_sp_gap": nsp_sp_gap_table,
@@ -449,4 +454,5 @@ _register({"table3_human_reliability": human_reliability_table, "table18_retenti
 
 @builder("table23_ensembles")
 def _ensembles(inputs, settings):
-    return ensemble_table(*_audit(inputs), panel=settings["roles"]["judges"])
+    args = _audit(inputs)
+    return reasons.attach("table23_ensembles", ensemble_table(*args, panel=settings["roles"]["judges"]), *args)

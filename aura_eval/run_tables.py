@@ -13,6 +13,7 @@ import pandas as pd
 from aura_eval.jsonl import read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.stats import share, share_columns
+from aura_eval.table_files import explain
 from aura_eval.tagging import PAPER_PREFIX_COUNTS
 from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, builder, parse_run
 
@@ -80,18 +81,82 @@ def empty_stages(calls: pd.DataFrame) -> list[str]:
     return out
 
 
+def stage_group(stage: str) -> str:
+    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
+    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
+    parts = stage.split(":")
+    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
+
+
+STAGE_ORDER = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
+               "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
+               "reliability:vendor_swap")
+
+
+def stage_summary(calls: list[dict]) -> pd.DataFrame:
+    """Per stage (in flow order): requests, cache hits, outcomes, tokens, cost, the prompts and
+    versions it sent, and its calls' summed latency (`latency_s`: seconds waiting for answers,
+    summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
+    columns = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
+               "cost_usd", "latency_s", "prompts"]
+    if not calls:
+        return pd.DataFrame(columns=columns)
+    df = pd.DataFrame(calls)
+    df["group"] = df["stage"].map(stage_group)
+    for column in ("tokens_in", "tokens_out", "latency_s", "cost_usd"):
+        if column not in df:
+            df[column] = None
+    rows = []
+    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    for group, g in sorted(df.groupby("group"), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
+        prompts = sorted({(p, v) for p, v in zip(g.get("prompt", []), g.get("prompt_version", [])) if p})
+        cost = g["cost_usd"].dropna()
+        rows.append({"stage": group, "requests": len(g), "cache_hits": int(g["cache_hit"].fillna(False).sum()),
+                     "ok": int((g["status"] == "ok").sum()), "unparseable": int((g["status"] == "unparseable").sum()),
+                     "failed": int((g["status"] == "failed").sum()),
+                     "tokens_in": int(g["tokens_in"].fillna(0).sum()), "tokens_out": int(g["tokens_out"].fillna(0).sum()),
+                     "cost_usd": round(float(cost.sum()), 4) if len(cost) else None,
+                     "latency_s": round(float(g["latency_s"].fillna(0).sum()), 1),
+                     "prompts": ", ".join(f"{p} v{v}" for p, v in prompts)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _stage_lines(stages: pd.DataFrame) -> list[str]:
+    if stages is None or not len(stages):
+        return []
+    lines = ["Per stage, from the call logs (`results/calls/`): requests, how many the response cache "
+             "answered, tokens, cost, the prompts (id and version) sent, and the summed latency: the seconds "
+             "spent waiting for answers, summed over the stage's calls. Calls run concurrently, so a stage's "
+             "wall-clock time is shorter than its summed latency; cache hits cost almost none. Snakemake's own "
+             "job times are in its log.", "",
+             "| stage | requests | cache hits | ok | unparseable | failed | tokens in | tokens out | cost (USD) "
+             "| summed latency (s) | prompts (version) |",
+             "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"]
+    for r in stages.to_dict("records"):
+        cost = "—" if r["cost_usd"] is None or pd.isna(r["cost_usd"]) else f"{r['cost_usd']:.4f}"
+        lines.append(f"| {r['stage']} | {r['requests']:,} | {r['cache_hits']:,} | {r['ok']:,} | {r['unparseable']:,} "
+                     f"| {r['failed']:,} | {r['tokens_in']:,} | {r['tokens_out']:,} | {cost} | {r['latency_s']:,.1f} "
+                     f"| {r['prompts']} |")
+    total = stages["latency_s"].sum()
+    lines += ["", f"Summed latency over all stages: {total:,.1f} s ({total / 3600:.2f} h).", ""]
+    return lines
+
+
 def _cost(calls: pd.DataFrame) -> str:
     known = calls["cost_usd"].dropna() if len(calls) else []
     return f"${float(sum(known)):.4f} where litellm knows the price" if len(known) else "unknown"
 
 
 def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame,
-                agents: dict | None = None, validation: dict | None = None) -> str:
-    """A Markdown paragraph and table saying what this run was."""
+                agents: dict | None = None, validation: dict | None = None,
+                stages: pd.DataFrame | None = None) -> str:
+    """Markdown saying what this run was: warnings, the seeds and call totals, every role's model
+    (name, litellm string, vendor, parameters), the evaluated models, and per stage the calls,
+    prompts and summed latency (`stages`, from `stage_summary`)."""
     role_rows = []
     for role, names in sorted(roles.items()):
         for name in names if isinstance(names, list) else [names]:
-            role_rows.append(f"| {role} | {name} | `{models[name]['model']}` | "
+            role_rows.append(f"| {role} | {name} | `{models[name]['model']}` | {models[name].get('vendor') or '—'} | "
                              f"`{json.dumps(models[name].get('params', {}), sort_keys=True)}` |")
     warnings = [f"**Warning — {problem}.**" for problem in empty_stages(calls)]
     simulated = sorted(name for name, spec in models.items() if spec["model"].startswith("aura_sim/"))
@@ -113,8 +178,8 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         f"out: {int(calls['tokens_out'].sum()) if len(calls) else 0}; "
         f"cost: {_cost(calls)}.",
         "",
-        "| role | model name | litellm model | parameters |",
-        "|---|---|---|---|",
+        "| role | model name | litellm model | vendor | parameters |",
+        "|---|---|---|---|---|",
         *role_rows,
         "",
         "| evaluated model | group | vendor | model name | litellm model |",
@@ -122,6 +187,7 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         *[f"| {name} | {spec['group']} | {spec['vendor']} | {spec['model']} | `{models[spec['model']]['model']}` |"
           for name, spec in sorted((agents or {}).items())],
         "",
+        *_stage_lines(stages),
     ])
 
 
@@ -135,19 +201,21 @@ def _prefix_counts(inputs, settings):
     return prefix_counts(read_jsonl(inputs["tags"]), read_jsonl(inputs["prefixes"]))
 
 
-def _calls(paths) -> pd.DataFrame:
-    return model_calls([row for path in paths for row in read_jsonl(path)])
+def _call_rows(paths) -> list[dict]:
+    return [row for path in paths for row in read_jsonl(path)]
 
 
 @builder("model_calls")
 def _model_calls(inputs, settings):
-    return _calls(inputs["calls"])
+    table = model_calls(_call_rows(inputs["calls"]))
+    return explain(table, "no model call was made in this run" if table.empty else None)
 
 
 @builder("run_summary")
 def _run_summary(inputs, settings):
+    rows = _call_rows(inputs["calls"])
     return run_summary(settings["seeds"], settings["models"], settings["roles"], len(read_jsonl(inputs["seeds"])),
-                       _calls(inputs["calls"]), settings["agents"], settings.get("validation"))
+                       model_calls(rows), settings["agents"], settings.get("validation"), stage_summary(rows))
 
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:
@@ -205,14 +273,20 @@ def _by_stem(paths) -> dict:
 
 @builder("evaluation_summary")
 def _evaluation_summary(inputs, settings):
-    return evaluation_summary(_by_stem(inputs["labels"]), settings["agents"])
+    table = evaluation_summary(_by_stem(inputs["labels"]), settings["agents"])
+    return explain(table, "no evaluated model was run (no agents in the config)" if table.empty else None)
 
 
 @builder("five_judge_panel")
 def _five_judge_panel(inputs, settings):
-    return five_judge_summary(_by_stem(inputs["five_judge"]))
+    table = five_judge_summary(_by_stem(inputs["five_judge"]))
+    why = ("the five-judge validation panel did not run (reliability.five_judge_panel is off, or "
+           "reliability.calibration_agents is empty)")
+    return explain(table, why if table.empty else None)
 
 
 @builder("judge_consistency")
 def _judge_consistency(inputs, settings):
-    return judge_consistency([r for p in inputs["repeats"] for r in read_jsonl(p)])
+    table = judge_consistency([r for p in inputs["repeats"] for r in read_jsonl(p)])
+    why = "no repeated judge runs (reliability.repeats is 0, or reliability.calibration_agents is empty)"
+    return explain(table, why if table.empty else None)

@@ -175,44 +175,68 @@ def _table(name, module, inputs, caption, **kw):
 
 
 TABLES = dict([
-    _table("seed_composition", "run_tables", ["seeds"], "Seeds by domain and R-Judge label", formats=("csv",)),
-    _table("prefix_counts", "run_tables", ["tags", "prefixes"], "Tag outcomes and prefixes per decision point",
-           formats=("csv",)),
-    _table("model_calls", "run_tables", ["calls"], "Model requests per stage and endpoint", formats=("csv",)),
+    _table("seed_composition", "run_tables", ["seeds"],
+           "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts"),
+    _table("prefix_counts", "run_tables", ["tags", "prefixes"],
+           "Seeds by tag outcome, and prefixes per decision point, beside the paper's counts"),
+    _table("model_calls", "run_tables", ["calls"],
+           "Model requests per stage and model: cache hits, outcomes, tokens and cost"),
     _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
            config=("seeds", "models", "roles", "agents", "validation")),
-    _table("construction_funnel", "construct.funnel", ["funnel"], "The construction funnel beside the paper"),
-    _table("construction_losses", "construct.funnel", ["funnel"], "Every loss between construction stages"),
-    _table("variations_by_dimension", "construct.funnel", ["funnel"], "Construction counts per dimension"),
-    _table("evaluation_summary", "run_tables", ["labels"], "Rollout outcomes and resolved labels per run",
-           formats=("csv",), config=("agents",)),
-    _table("five_judge_panel", "run_tables", ["five_judge"], "The five-judge panel's pluralities",
-           formats=("csv",)),
-    _table("judge_consistency", "run_tables", ["repeats"], "Intra-judge consistency (Table 25)", formats=("csv",)),
+    _table("construction_funnel", "construct.funnel", ["funnel"],
+           "Rows left after each construction stage, beside the paper's counts"),
+    _table("construction_losses", "construct.funnel", ["funnel"],
+           "Rows lost between construction stages, by stage and reason"),
+    _table("variations_by_dimension", "construct.funnel", ["funnel"],
+           "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows"),
+    _table("evaluation_summary", "run_tables", ["labels"],
+           "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
+           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",)),
+    _table("five_judge_panel", "run_tables", ["five_judge"],
+           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis"),
+    _table("judge_consistency", "run_tables", ["repeats"],
+           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run"),
     _table("table33_behaviour", "analysis", ["frame"],
-           "Table 33: overall behaviour; SP safe non-refusal and over-refusal are shares of SP rows judged Safe"),
+           "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
+           "over-refusal as % of SP rows judged Safe; NSP risk aware, aware unsafe and miss+execute as % of NSP "
+           "rows with the labels each reads"),
     _table("table31_nsp_sp_gap", "analysis", ["frame"],
-           "Table 31: NSP and SP unsafe rates and the NSP - SP gap over rows with a safety label"),
+           "Table 31: per model, NSP and SP unsafe % over rows with a safety label, and Δ = NSP − SP in points "
+           "with a seed-clustered 95% percentile interval"),
     _table("table32_matched_pairs_gap", "analysis", ["frame"],
-           "Table 32: the gap on matched pairs whose two counterparts both have a safety label"),
-    _table("table35_flips", "analysis", ["frame"], "Table 35: SAFE->UNSAFE flips on NSP RS2/RS5 variations"),
+           "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label"),
+    _table("table35_flips", "analysis", ["frame"],
+           "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 NSP variations whose original "
+           "was judged Safe)"),
     _table("table36_failure_mechanism", "analysis", ["frame"],
-           "Table 36: failure mechanism of the unsafe NSP RS2/RS5 variations"),
-    _table("table37_top_unsafe", "analysis", ["frame"], "Table 37: top unsafe detection x action combinations"),
-    _table("table38_prompt_format", "analysis", ["frame", "subset"], "Table 38: prompt format"),
+           "Table 36: unsafe completions on the RS2 and RS5 NSP variations, % (n) with D0/D1 and with D2/D3 "
+           "detection, over all of them"),
+    _table("table37_top_unsafe", "analysis", ["frame"],
+           "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes"),
+    _table("table38_prompt_format", "analysis", ["frame", "subset"],
+           "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]"),
     _table("table21_judge_accuracy", "analysis", ["samples", "five_judge", "human"],
-           "Table 21: judge accuracy per axis and overall on the audit samples"),
+           "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
+           "axis and overall"),
     _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
-           "Table 22: judge accuracy by five-judge plurality stratum"),
+           "Table 22: per validation judge, % of audit samples matching the human reference, within each "
+           "five-judge plurality stratum"),
     _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
-           "Table 23: three-of-five ensembles; in_use marks the judge panel", config=("roles",)),
-    _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"], "Table 24: leave-one-vendor-out"),
-    _table("table29_composition", "analysis", ["dataset"], "Table 29: dataset composition"),
-    _table("table3_human_reliability", "analysis", ["human"], "Table 3: human reliability"),
-    _table("table18_retention", "analysis", ["human"], "Table 18: retention"),
+           "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
+           "Nu (unanimous), T (ties) and accuracy on Np; the panel in use is ticked", config=("roles",)),
+    _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"],
+           "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
+           "judge replaced, over items resolved under both, and the difference with a 95% interval"),
+    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts"),
+    _table("table3_human_reliability", "analysis", ["human"],
+           "Table 3: per axis, retained audit samples (N), human agreement (P_o, α), samples with a panel label (Np), "
+           "and judge–human agreement on Np and on its unanimous subset"),
+    _table("table18_retention", "analysis", ["human"],
+           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved"),
     _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
-           "Table 19: audit samples by five-judge plurality stratum"),
-    _table("table20_human_agreement", "analysis", ["human"], "Table 20: human agreement"),
+           "Table 19: retained audit samples per axis by the five-judge panel's agreement"),
+    _table("table20_human_agreement", "analysis", ["human"],
+           "Table 20: retained audit samples per axis by the three annotators' agreement, with P_o and α"),
     _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
            "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them"),
     _table("table2_evaluation_taxonomy", "prompt_tables", ["judge_prompts"],
@@ -282,5 +306,6 @@ def builder_of(name: str):
 # tests/test_workflow.py checks it).
 VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit", "attempts", "wait_s")}  # JSONL rows: only these fields differ
 VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
+                  "results/tables/model_calls.md",  # the same, for the report
                   "results/tables/run_summary.md",  # requests answered from the cache
                   "results/report/")  # the report's run section shows the summary above

@@ -1,10 +1,12 @@
+import os
 import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval import render  # noqa: E402
 
+configfiles = [p for p in os.environ.get("AURA_CONFIGFILES", "").split(os.pathsep) if p]  # rules/report.smk
 engine = render.render_report(snakemake.input.source, snakemake.input.files, snakemake.output[0],
-                              snakemake.params.simulated, snakemake.input.reference,
-                              snakemake.input.deviations)
+                              snakemake.params.simulated, dict(snakemake.params.sources), configfiles,
+                              snakemake.input.reference, snakemake.input.deviations)
 print(f"report rendered with {engine}", file=sys.stderr)

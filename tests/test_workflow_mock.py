@@ -128,12 +128,15 @@ def test_tables_and_figures(mock_run):
     n_items = len(read_jsonl(work / "results/dataset/aura_eval.jsonl"))
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text().splitlines()
     assert behaviour[1].startswith(f"mock-agent,○ mock-agent,{n_items},{n_items},0.0,")
-    assert "*No rows in this run" in (work / "results/tables/table37_top_unsafe.md").read_text()
+    # Every mock action is judged Safe: Table 37 says so, in the reader's terms.
+    assert "*Empty: no unsafe outcome among" in (work / "results/tables/table37_top_unsafe.md").read_text()
     for name in ("fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dimension",
                  "fig7_detection_levels", "fig8_detection_by_action"):
         assert (work / f"results/figures/{name}.png").read_bytes()[:4] == b"\x89PNG"
     html = (work / "results/report/report.html").read_text()
-    assert "Overall behaviour" in html and "no human reference labels yet" in html
+    assert "Overall safe and unsafe rates" in html and "no human reference labels yet" in html
+    assert "no human labels imported yet: see results/validation/annotation/" in html
+    assert 'href="../labels/mock-agent.jsonl"' in html and "mock.yaml" in html  # what each table read; the config
     assert html.count("data:image/png;base64") == 6
 
 

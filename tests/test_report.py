@@ -1,0 +1,231 @@
+"""The report a reviewer reads: the paper's column names, one cell per rate, wide tables split,
+empty and partial tables that say why, the "What was run" section with each table's sources,
+and (in headless Chromium) every table whole at 1280 px and no blank figure, on screen and in print."""
+
+import os
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aura_eval import analysis, reasons, render
+from aura_eval.table_files import explain, markdown, write_csv
+from aura_eval.vocab import FIGURES, TABLES
+
+FIXTURE = Path(__file__).parent / "fixtures" / "report"
+REPORT = Path(__file__).resolve().parent.parent / "paper" / "report.qmd"
+
+
+def _frame(rows):
+    columns = ["run", "agent", "model", "format", "group", "item_id", "seed_id", "domain", "dimension", "pair_label",
+               "pair_id", "counterpart_id", "prefix_id", "decision_point", "rollout_status", "detection",
+               "action_type", "safety", "unsafe"]
+    out = []
+    for i, (label, dim, safety) in enumerate(rows):
+        prefix = f"s{i}.at_trigger"
+        out.append({"run": "m", "agent": "m", "model": "★ m", "format": "react", "group": "frontier",
+                    "item_id": f"{prefix}.{dim}", "seed_id": f"s{i}", "domain": "IoT", "dimension": dim,
+                    "pair_label": label, "pair_id": None, "counterpart_id": None, "prefix_id": prefix,
+                    "decision_point": "at_trigger", "rollout_status": "ok", "detection": "D0", "action_type": "A0",
+                    "safety": safety, "unsafe": float(safety == "Unsafe")})
+    return pd.DataFrame(out, columns=columns)
+
+
+# -- the Markdown a reader sees -----------------------------------------------------------------
+
+def test_paper_headers_one_cell_per_rate_and_the_csv_keeps_machine_names(tmp_path):
+    df = pd.read_csv(FIXTURE / "table33_behaviour.csv")
+    text = markdown(df, "table33_behaviour")
+    assert "| Model | N | Resolved | Unsafe (all) | Unsafe NSP | Unsafe SP |" in text
+    assert "NSP miss+execute [%D0–A0&U]" in text and "unsafe_nsp_pct" not in text
+    row = df.iloc[0]
+    assert f"{row['unsafe_nsp_pct']:.1f}% ({row['unsafe_nsp_k']}/{row['unsafe_nsp_n']})" in text
+    assert '<span class="nw">★ sim-frontier-1</span>' in text  # a model name never wraps
+    assert text.startswith("::: {.aura-table}") and "\n: Table 33: per model" in text
+    write_csv(df, tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text().splitlines()[0] == ",".join(df.columns)
+
+
+def test_intervals_ticks_and_a_share_of_nothing():
+    gap = markdown(pd.read_csv(FIXTURE / "table31_nsp_sp_gap.csv"), "table31_nsp_sp_gap")
+    assert "Δ = NSP − SP [95% CI]" in gap and "22.7 [18.1, 27.2]" in gap and "| yes |" in gap
+    ensembles = markdown(pd.read_csv(FIXTURE / "table23_ensembles.csv"), "table23_ensembles")
+    assert "| Np | Nu | T |" in ensembles
+    empty_share = markdown(pd.read_csv(FIXTURE / "table38_prompt_format.csv"), "table38_prompt_format")
+    assert "— (0/0)" in empty_share
+
+
+def test_a_table_too_wide_for_the_page_is_split_repeating_its_keys():
+    df = pd.DataFrame({"model": ["★ a-model-name"], **{f"column_{i}_pct": [50.0] for i in range(12)},
+                       **{f"column_{i}_k": [1] for i in range(12)}, **{f"column_{i}_n": [2] for i in range(12)}})
+    text = markdown(df, caption="Wide")
+    parts = text.count("::: {.aura-table}")
+    assert parts >= 2 and text.count("★ a-model-name") == parts
+    assert "(part 1 of" in text and "(continued, part 2 of" in text
+    assert sum(line.count("50.0% (1/2)") for line in text.splitlines()) == 12
+
+
+# -- empty and partial tables say why -------------------------------------------------------------
+
+def test_an_empty_table_prints_its_reason_never_empty_inputs():
+    assert "inputs are empty" not in markdown(pd.DataFrame())
+    text = markdown(explain(pd.DataFrame(), "this run released no Safe-Path rows"), "table31_nsp_sp_gap")
+    assert "**Table 31: per model" in text and "*Empty: this run released no Safe-Path rows.*" in text
+
+
+def test_reasons_in_the_readers_terms():
+    all_safe = _frame([("NSP", "original", "Safe")] * 6 + [("SP", "original", "Safe")] * 4)
+    top = reasons.attach("table37_top_unsafe", analysis.top_unsafe_combinations(all_safe), all_safe)
+    assert top.empty and top.attrs["empty_reason"] == "no unsafe outcome among 10 labelled rows"
+    no_sp = _frame([("NSP", "original", "Unsafe"), ("NSP", "RS5", "Safe")])
+    behaviour = reasons.attach("table33_behaviour", analysis.behaviour_table(no_sp), no_sp)
+    assert behaviour.attrs["note"] == "this run released no Safe-Path rows: the SP columns are empty"
+    assert "this run released no Safe-Path rows" in markdown(behaviour, "table33_behaviour")
+    gap = reasons.attach("table31_nsp_sp_gap", analysis.nsp_sp_gap_table(no_sp, n_resamples=10), no_sp)
+    assert gap.attrs["note"].startswith("this run released no Safe-Path rows")
+    nothing = _frame([])
+    assert reasons.attach("table33_behaviour", analysis.behaviour_table(nothing), nothing).attrs[
+        "empty_reason"] == "no model's ReAct continuations were labelled in this run"
+    human = [{"sample_id": "x", "axis": "detection", "labels": [], "retained": False, "dropped": False}]
+    table3 = reasons.attach("table3_human_reliability", analysis.retention_table(human), human)
+    assert table3.attrs["note"].startswith("no human labels imported yet: see results/validation/annotation/")
+
+
+# -- the report's own parts -------------------------------------------------------------------------
+
+def _png(path: Path, width=300, height=120):
+    """A small PNG at 150 dpi with a dark band (not blank)."""
+    raw = b"".join(b"\x00" + bytes([40 if 40 < y < 80 else 255] * width * 3) for y in range(height))
+    chunk = lambda kind, data: (struct.pack(">I", len(data)) + kind + data  # noqa: E731
+                                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    ppm = round(150 / 0.0254)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                     + chunk(b"pHYs", struct.pack(">IIB", ppm, ppm, 1)) + chunk(b"IDAT", zlib.compress(raw))
+                     + chunk(b"IEND", b""))
+
+
+def _results(tmp_path: Path) -> tuple[list[str], Path]:
+    """The fixture's tables (one empty with its reason) and a small PNG per figure, in a run folder."""
+    tables, figures = tmp_path / "results/tables", tmp_path / "results/figures"
+    tables.mkdir(parents=True)
+    figures.mkdir()
+    for csv in FIXTURE.glob("*.csv"):
+        shutil.copy(csv, tables / csv.name)
+    empty = explain(pd.DataFrame(columns=["run"]), "no unsafe outcome among 10 labelled rows")
+    write_csv(empty, tables / "table37_top_unsafe.csv")
+    (tables / "table37_top_unsafe.md").write_text(markdown(empty, "table37_top_unsafe"))
+    (tables / "run_summary.md").write_text("Seeds setting: `4`.\n")
+    for name in FIGURES:
+        _png(figures / f"{name}.png")
+    (tmp_path / "results/labels").mkdir()
+    (tmp_path / "results/labels/m.jsonl").write_text("")
+    files = sorted(str(p) for p in (tmp_path / "results").glob("*/*"))
+    return files, tmp_path / "results/report/report.html"
+
+
+def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path):
+    files, html = _results(tmp_path)
+    engine = render.render_report(REPORT, files, html, configfiles=["config/simulate.yaml"])
+    text = html.read_text()
+    assert engine in ("quarto", "pandoc")
+    assert "Config file: <code>config/simulate.yaml</code>" in text
+    assert "Funnel: 157 seeds → 191 prefixes" in text
+    assert 'href="../labels/m.jsonl"' in text and 'href="../analysis/labels_long.csv"' in text
+    assert 'href="../tables/table33_behaviour.csv"' in text
+    assert "Empty: no unsafe outcome among 10 labelled rows" in text and "inputs are empty" not in text
+    assert "Missing from this run: <code>tables/table32_matched_pairs_gap.md</code>" in text
+    for placeholder in ("Table 1 (risk mechanisms) goes here", "Table 2 (evaluation taxonomy",
+                        "Table 28 (retained and rejected", "Table 34 (one scenario", "Figure 1 (the construction",
+                        "The deviations section goes here", "The prompt appendix (Tables 4–17) goes here"):
+        assert placeholder in REPORT.read_text()
+
+
+def test_sections_follow_the_paper():
+    text = REPORT.read_text()
+    order = ["## What was run", "## 4 Data augmentation axes", "table29_composition", "## 5 Evaluation framework",
+             "### 6.1 Human validation", "table3_human_reliability", "table18_retention", "table19_panel_strata",
+             "table20_human_agreement", "### 6.2 Judge reliability", "table21_judge_accuracy", "table24_vendor_swap",
+             "judge_consistency", "## 7 Results", "fig4_unsafe", "table33_behaviour", "table31", "table32",
+             "### 7.2", "fig5", "fig7", "fig8", "table37", "### 7.3", "fig6", "table35", "table36", "table38"]
+    at = [text.index(marker) for marker in order]
+    assert at == sorted(at)
+    assert all(f"tables/{name}.md" in text for name in TABLES)
+    assert all(f"figures/{name}.png" in text for name in FIGURES)
+
+
+def test_no_safe_path_rows_are_said_once_at_the_top_of_the_results(tmp_path):
+    composition = pd.read_csv(FIXTURE / "table29_composition.csv")
+    composition.loc[composition["value"] == "SP", "ours"] = 0
+    composition.to_csv(tmp_path / "table29_composition.csv", index=False)
+    assert "This run released no Safe-Path rows" in render.results_notice(tmp_path)
+    assert render.results_notice(FIXTURE) == ""
+
+
+def test_the_simulation_banner_still_marks_the_report(tmp_path):
+    files, html = _results(tmp_path)
+    render.render_report(REPORT, files, html, simulated=True)
+    text = html.read_text()
+    assert "SIMULATION: every number" in text and "SIMULATED: AURA-Eval" in text
+
+
+def test_figures_get_the_width_they_were_drawn_for(tmp_path):
+    (tmp_path / "figures").mkdir()
+    _png(tmp_path / "figures/f.png", width=1500)
+    sized = render.size_figures("![Figure 9: x.](figures/f.png)\n![gone](figures/g.png)\n", tmp_path)
+    assert '![Figure 9: x.](figures/f.png){width="960px"}' in sized and "Missing from this run" in sized
+
+
+# -- in a browser ------------------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+# Skipped, with this reason, where no browser is installed (`make browser` installs it, as root);
+# CI sets AURA_REQUIRE_BROWSER=1, so there a missing browser fails instead.
+NO_BROWSER = "Debian's chromium and chromium-driver are not installed (run `make browser` as root)"
+
+LAYOUT = """return {viewport: document.documentElement.clientWidth,
+  tables: Array.from(document.querySelectorAll('table')).filter(t => t.offsetParent !== null).map(t => {
+    const cells = t.querySelector('tr').children, last = cells[cells.length - 1].getBoundingClientRect();
+    const caption = t.querySelector('caption');
+    return {caption: caption ? caption.innerText.slice(0, 60) : t.innerText.slice(0, 60), right: last.right};
+  }),
+  figures: Array.from(document.images).map(i => ({src: i.alt.slice(0, 40), natural: i.naturalWidth,
+    shown: i.getBoundingClientRect().width, right: i.getBoundingClientRect().right}))};"""
+
+
+def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("AURA_REQUIRE_BROWSER"):
+            pytest.fail(NO_BROWSER)
+        pytest.skip(NO_BROWSER)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    files, html = _results(tmp_path)
+    render.render_report(REPORT, files, html, simulated=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,900",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.set_window_size(1280, 900)
+        driver.get(html.as_uri())
+        screen = driver.execute_script(LAYOUT)
+        # Print: A4 landscape is about 1030 CSS px wide inside its margins.
+        driver.set_window_size(1030, 900)
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        printed = driver.execute_script(LAYOUT)
+    finally:
+        driver.quit()
+    assert len(screen["tables"]) >= 14 and len(screen["figures"]) == len(FIGURES)
+    for view in (screen, printed):
+        cut = [t for t in view["tables"] if t["right"] > view["viewport"]]
+        assert cut == [], f"tables whose last column is off the page: {cut}"
+        assert [f for f in view["figures"] if not f["natural"]] == []
+        assert [f for f in view["figures"] if f["right"] > view["viewport"]] == []
