@@ -32,7 +32,7 @@ import pandas as pd
 
 from aura_eval import paper_numbers
 from aura_eval.table_files import markdown
-from aura_eval.vocab import FILES, TABLES
+from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
 
 DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
@@ -101,7 +101,9 @@ FILE_LIST_GLOBS = {"calls": "results/calls/**/*.jsonl", "labels": "results/label
                    "five_judge": "results/reliability/five_judge/*.jsonl",
                    "repeats": "results/reliability/repeats/*.jsonl",
                    "vendor_swap": "results/reliability/vendor_swap/*.jsonl",
-                   "samples": "results/validation/sample_*.jsonl"}
+                   "samples": "results/validation/sample_*.jsonl",
+                   # ReAct runs only: their names carry no format suffix (vocab.run_name)
+                   "react_labels": "results/labels/*.jsonl", "react_rollouts": "results/rollouts/*.jsonl"}
 
 
 def mark_simulated(text: str) -> str:
@@ -179,11 +181,14 @@ def _link(path: str) -> str:
 def resolve_sources(root: Path) -> dict[str, dict]:
     """Each table's inputs, {input name: path or paths}, relative to the workflow's directory
     `root`, per-job lists found on disk (used when the workflow did not pass its own)."""
-    out = {}
-    for name, spec in TABLES.items():
-        out[name] = {entry: sorted(str(p.relative_to(root)) for p in root.glob(FILE_LIST_GLOBS[entry]))
-                     if entry in FILE_LIST_GLOBS else FILES[entry] for entry in spec.inputs}
-    return out
+    def found(entry):
+        if entry in PROMPT_INPUTS:
+            return [f"prompts/{prompt}.yaml" for prompt in PROMPT_INPUTS[entry]]
+        if entry in FILE_LIST_GLOBS:
+            paths = sorted(str(p.relative_to(root)) for p in root.glob(FILE_LIST_GLOBS[entry]))
+            return [p for p in paths if not p.endswith(f"{ACTION_ONLY}.jsonl")] if entry.startswith("react_") else paths
+        return FILES[entry]
+    return {name: {entry: found(entry) for entry in spec.inputs} for name, spec in TABLES.items()}
 
 
 def _inputs_html(paths) -> str:
