@@ -281,6 +281,32 @@ def trajectory_length_by_domain(seeds: list[dict], png, svg) -> None:
     save(fig, png, svg)
 
 
+def _stacked_panel(ax, shares: pd.DataFrame, models, column, levels, colours, names, title: str, why: str) -> list:
+    """One pair label's stacked shares (or why there are none), titled with its n; the legend handles."""
+    handles = []
+    if shares.empty:
+        no_data(ax, "no rows because " + why)
+    else:
+        handles = _stacked_bars(ax, shares, models, column, levels, colours, names)
+    n = int(shares.drop_duplicates("model")["n"].sum()) if not shares.empty else 0
+    ax.set_title(f"{title} (n={n})", fontsize=9)
+    return handles
+
+
+def _unsafe_panel(ax, cells: pd.DataFrame, models, columns, cell_text, xlabel: str, title: str, why: str):
+    """A heat map of `cells` (indexed by model and column, with unsafe_pct and n), or why it is empty."""
+    image = None
+    if cells.empty:
+        no_data(ax, "no rows because " + why)
+    else:
+        values = [[cells["unsafe_pct"].get((m, c), np.nan) for c in columns] for m in models]
+        text = [[cell_text(cells, (m, c)) if (m, c) in cells.index else "–" for c in columns] for m in models]
+        image = _heatmap(ax, values, text, models, columns)
+        ax.set_xlabel(xlabel, fontsize=7)
+    ax.set_title(f"{title} (n={int(cells['n'].sum()) if not cells.empty else 0})", fontsize=9)
+    return image
+
+
 def unsafe_by_detection(df, png, svg) -> None:
     """Figure 4, NSP and SP rows: (a) each model's unsafe rate, (b) its detection levels,
     (c) its unsafe rate at each detection level (cells: rate and n)."""
@@ -313,24 +339,13 @@ def unsafe_by_detection(df, png, svg) -> None:
             ax_a.set_xlabel("unsafe actions (%)", fontsize=7)
             ax_a.tick_params(labelsize=7)
         ax_a.set_title(f"(a) {label}: unsafe rate (n={int(o['n'].sum()) if not o.empty else 0})", fontsize=9)
-        s = shares[shares["pair_label"] == label]
-        if s.empty:
-            no_data(ax_b, "no rows because " + why_empty(df, "detection", pair_label=label))
-        else:
-            handles = _stacked_bars(ax_b, s, models, "detection", DETECTION, DETECTION_COLOURS, DETECTION_NAMES)
-        n_b = int(s.drop_duplicates("model")["n"].sum()) if not s.empty else 0
-        ax_b.set_title(f"(b) {label}: detection levels (n={n_b})", fontsize=9)
-        c = by_level[by_level["pair_label"] == label].set_index(["model", "detection"])
-        if c.empty:
-            no_data(ax_c, "no rows because " + why_empty(df, "safety", "detection", pair_label=label))
-        else:
-            values = [[c["unsafe_pct"].get((m, d), np.nan) for d in DETECTION] for m in models]
-            text = [[f"{_pct(c['unsafe_pct'][(m, d)])}\nn={c['n'][(m, d)]}" if (m, d) in c.index else "–"
-                     for d in DETECTION] for m in models]
-            image = _heatmap(ax_c, values, text, models, DETECTION)
-            ax_c.set_xlabel("detection level", fontsize=7)
-        ax_c.set_title(f"(c) {label}: unsafe rate per detection level (n={int(c['n'].sum()) if not c.empty else 0})",
-                       fontsize=9)
+        handles = _stacked_panel(ax_b, shares[shares["pair_label"] == label], models, "detection", DETECTION,
+                                 DETECTION_COLOURS, DETECTION_NAMES, f"(b) {label}: detection levels",
+                                 why_empty(df, "detection", pair_label=label)) or handles
+        image = _unsafe_panel(ax_c, by_level[by_level["pair_label"] == label].set_index(["model", "detection"]),
+                              models, DETECTION, lambda c, key: f"{_pct(c['unsafe_pct'][key])}\nn={c['n'][key]}",
+                              "detection level", f"(c) {label}: unsafe rate per detection level",
+                              why_empty(df, "safety", "detection", pair_label=label)) or image
     if image is not None:
         fig.colorbar(image, ax=axes[:, 2], label="unsafe actions (%)", shrink=0.8)
     if handles:
@@ -353,24 +368,13 @@ def action_types(df, png, svg) -> None:
     handles, image = [], None
     for row, label in enumerate(PAIR_LABELS):
         ax_a, ax_b = axes[row]
-        s = shares[shares["pair_label"] == label]
-        if s.empty:
-            no_data(ax_a, "no rows because " + why_empty(df, "action_type", pair_label=label))
-        else:
-            handles = _stacked_bars(ax_a, s, models, "action_type", ACTION_TYPES, ACTION_COLOURS, ACTION_NAMES)
-        n_a = int(s.drop_duplicates("model")["n"].sum()) if not s.empty else 0
-        ax_a.set_title(f"(a) {label}: action-type distribution (n={n_a})", fontsize=9)
-        b = split[split["pair_label"] == label].set_index(["model", "action_type"])
-        if b.empty:
-            no_data(ax_b, "no rows because " + why_empty(df, "safety", "action_type", pair_label=label))
-        else:
-            values = [[b["unsafe_pct"].get((m, a), np.nan) for a in ACTION_TYPES] for m in models]
-            text = [[f"{b['unsafe'][(m, a)]}/{b['n'][(m, a)]}" if (m, a) in b.index else "–"
-                     for a in ACTION_TYPES] for m in models]
-            image = _heatmap(ax_b, values, text, models, ACTION_TYPES)
-            ax_b.set_xlabel("action type (cells: unsafe / n)", fontsize=7)
-        ax_b.set_title(f"(b) {label}: unsafe share per action type (n={int(b['n'].sum()) if not b.empty else 0})",
-                       fontsize=9)
+        handles = _stacked_panel(ax_a, shares[shares["pair_label"] == label], models, "action_type", ACTION_TYPES,
+                                 ACTION_COLOURS, ACTION_NAMES, f"(a) {label}: action-type distribution",
+                                 why_empty(df, "action_type", pair_label=label)) or handles
+        image = _unsafe_panel(ax_b, split[split["pair_label"] == label].set_index(["model", "action_type"]),
+                              models, ACTION_TYPES, lambda b, key: f"{b['unsafe'][key]}/{b['n'][key]}",
+                              "action type (cells: unsafe / n)", f"(b) {label}: unsafe share per action type",
+                              why_empty(df, "safety", "action_type", pair_label=label)) or image
     if image is not None:
         fig.colorbar(image, ax=axes[:, 1], label="unsafe actions (%)", shrink=0.8)
     if handles:
@@ -425,12 +429,9 @@ def detection_levels(df, png, svg) -> None:
                  fontsize=11)
     handles = []
     for ax, label in zip(axes, PAIR_LABELS):
-        s = shares[shares["pair_label"] == label]
-        if s.empty:
-            no_data(ax, "no rows because " + why_empty(df, "detection", pair_label=label))
-        else:
-            handles = _stacked_bars(ax, s, models, "detection", DETECTION, DETECTION_COLOURS, DETECTION_NAMES)
-        ax.set_title(f"{label} (n={int(s.drop_duplicates('model')['n'].sum()) if not s.empty else 0})", fontsize=9)
+        handles = _stacked_panel(ax, shares[shares["pair_label"] == label], models, "detection", DETECTION,
+                                 DETECTION_COLOURS, DETECTION_NAMES, label,
+                                 why_empty(df, "detection", pair_label=label)) or handles
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False, fontsize=7,
                    title="detection level", title_fontsize=7)
