@@ -45,10 +45,13 @@ SIMULATION_BANNER = """
 <div class="aura-simulation">SIMULATION: every number, table and figure of this report comes from
 the planted-truth simulator <code>aura_sim</code> (config/simulate.yaml), not from any model.</div>
 <style>
-.aura-simulation { position: sticky; top: 0; z-index: 100; background: #b00020; color: #fff;
-  padding: .6em 1em; font-weight: bold; border-radius: 0 0 4px 4px; }
+/* Fixed to the top of the window, whatever precedes it (the table of contents): on every screen,
+   and repeated on every printed page. */
+.aura-simulation { position: fixed; top: 0; left: 0; right: 0; z-index: 100; background: #b00020; color: #fff;
+  padding: .5em 1em; font-weight: bold; font-size: 0.9em; text-align: center; }
 .aura-simulation code { color: #fff; }
-@media print { .aura-simulation { position: fixed; top: 0; left: 0; right: 0; } body { margin-top: 4em; } }
+body { padding-top: 3.5em; }
+@media print { body { margin-top: 3.5em; padding-top: 0; } }
 </style>
 ```
 """
