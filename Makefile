@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv browser reproduce simulate test test-fast lint bench clean
+.PHONY: venv browser reproduce simulate pack test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ simulate: venv
 	mkdir -p $(SIM_DIR)
 	for part in prompts data paper; do ln -sfn ../$$part $(SIM_DIR)/$$part; done
 	$(BIN)/snakemake --cores $(CORES) --directory $(SIM_DIR) --configfile config/simulate.yaml
+
+# A finished run as one archive (dataset, tables, report, response cache, config, MANIFEST of
+# sha256 checksums, R-Judge's source note, the responses' terms); `python -m aura_eval unpack
+# $(PACK) <checkout>` verifies it and prints the offline replay command. CONFIG: the run's config.
+PACK ?= aura-eval-run.tar.gz
+CONFIG ?= config/config.yaml
+pack: venv
+	$(BIN)/python -m aura_eval pack $(PACK) --configfile $(CONFIG)
 
 # No root needed: without Chromium the browser test is skipped with its reason (-rs prints it);
 # CI installs Chromium first (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).

@@ -12,6 +12,9 @@ Rates use resolved labels only (an unresolved label leaves the row out of that r
 
 from __future__ import annotations
 
+import io
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -37,11 +40,22 @@ MEAN_ROW = "mean across models"
 FIG8_MIN_N = 5  # Figure 8 shows a cell's unsafe rate only when at least this many rows fall in it
 
 
+_CLIP_ID = re.compile(r'<clipPath id="(p[0-9a-f]{10})">')
+
+
 def save(fig, png, svg) -> None:
-    """Write both formats without timestamps, so a rerun is byte-identical."""
+    """Write both formats without timestamps, so a rerun is byte-identical. matplotlib names an
+    SVG clip rectangle by a hash of its exact float bounds, which can differ in the last bit
+    between processes (the layout's arithmetic); the ids are renamed in document order."""
     fig.savefig(png, dpi=150, metadata={"Software": None})
-    fig.savefig(svg, metadata={"Date": None, "Creator": None})
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
+    text = buffer.getvalue()
+    for n, old in enumerate(_CLIP_ID.findall(text)):
+        text = text.replace(old, f"clip{n}")
+    with open(svg, "w", encoding="utf-8", newline="\n") as out:
+        out.write(text)
 
 
 def no_data(ax, message="no data in this run") -> None:

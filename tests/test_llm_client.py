@@ -215,3 +215,59 @@ def test_the_value_of_a_named_key_variable_is_scrubbed(monkeypatch):
     assert scrub_secrets(text) == ("got value-0123456789; Authorization: Bearer <redacted>; "
                                    "x-api-key: <redacted>")
     assert scrub_secrets(text, {"AURA_PLAIN_CRED"}).startswith("got <AURA_PLAIN_CRED>;")
+
+
+def test_provenance_is_stored_at_the_first_call_and_read_back_on_a_hit(stub, llm_settings, tmp_path):
+    first_client = ModelClient(llm_settings, "t", progress=False)
+    (first,) = first_client.run(make_requests(stub, 1))
+    call = first.call
+    assert call["response_id"] == "chatcmpl-stub" and call["response_model"] and call["litellm_version"]
+    assert call["params"] == {"temperature": 0.0} and call["called_at"].endswith("Z")
+    assert (call["tokens_in"], call["tokens_out"]) == (11, 5) and call["first_latency_s"] > 0
+    record = ResponseCache(llm_settings["cache"]).get(first.key)
+    assert record["provenance"]["prompt"] == "p_test" and record["provenance"]["prompt_version"] == 1
+    replay = ModelClient({**llm_settings, "replay": True}, "t", progress=False)
+    (hit,) = replay.run(make_requests(stub, 1))
+    assert hit.cache_hit and hit.call == call and hit.provenance()["call"] == {"key": first.key[:16], **call}
+    first_client.write_call_log(tmp_path / "a.jsonl")
+    replay.write_call_log(tmp_path / "b.jsonl")
+    from aura_eval.jsonl import read_jsonl
+    (a,), (b,) = read_jsonl(tmp_path / "a.jsonl"), read_jsonl(tmp_path / "b.jsonl")
+    volatile = {"latency_s", "cache_hit", "attempts", "wait_s"}
+    assert {k: v for k, v in a.items() if k not in volatile} == {k: v for k, v in b.items() if k not in volatile}
+    assert a["called_at"] == call["called_at"] and b["first_latency_s"] == call["first_latency_s"]
+
+
+def test_a_cache_row_without_provenance_still_answers(stub, llm_settings):
+    (req,) = make_requests(stub, 1)
+    client = ModelClient(llm_settings, "t", progress=False)
+    key = cache_key(client._describe(req))
+    client.cache.put(key, client._describe(req), {"content": '{"answer": "old"}', "tokens_in": 3, "tokens_out": 1,
+                                                  "cost_usd": None, "latency_s": 0.5})
+    (hit,) = client.run([req])
+    assert hit.cache_hit and hit.parsed == {"answer": "old"} and len(stub.state.requests) == 0
+    assert hit.call["response_id"] is None and hit.call["called_at"] is None and hit.call["first_latency_s"] == 0.5
+    assert client.calls[0]["response_id"] is None and client.calls[0]["tokens_in"] == 3
+
+
+def test_a_replay_miss_and_a_failed_call_keep_their_description(stub, llm_settings):
+    stub.state.default = "401"
+    (failed,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert failed.status == "failed" and failed.call["params"] == {"temperature": 0.0}
+    with pytest.raises(CacheMissError, match="cache explain"):
+        ModelClient({**llm_settings, "replay": True}, "t", progress=False).run(make_requests(stub, 1, sample=2))
+    cache = ResponseCache(llm_settings["cache"])
+    misses = cache._db.execute("SELECT reason, item_id, stage, prompt FROM misses ORDER BY reason").fetchall()
+    assert misses == [("failed", "item-00", "t", "p_test"), ("replay miss", "item-00", "t", "p_test")]
+    assert len(cache) == 0
+
+
+def test_simulated_calls_carry_only_what_every_run_shares(llm_settings):
+    endpoint = Endpoint(name="j", model="aura_sim/judge", params={"temperature": 0.0})
+    req = Request(item_id="a", endpoint=endpoint, messages=[{"role": "user", "content": "x"}],
+                  prompt_id="judge_action_safety", prompt_version=1, role="judge", schema=None)
+    client = ModelClient(llm_settings, "t", progress=False)
+    (result,) = client.run([req])
+    assert result.call["params"] == {"temperature": 0.0} and result.call["called_at"] is None
+    assert result.call["first_latency_s"] is None and result.call["litellm_version"] is None
+    assert client.calls[0]["prompt"] == "judge_action_safety" and client.calls[0]["response_id"] is None

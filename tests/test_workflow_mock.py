@@ -2,13 +2,20 @@
 answers each construction request with a valid instance of its schema): file contents,
 counts and the job graph."""
 
+import io
 import json
 import os
+import re
+import tarfile
+import time
 
 import pytest
 import yaml
 
+from aura_eval.__main__ import main as aura_main
+from aura_eval.digest import stable_digests
 from aura_eval.jsonl import read_jsonl
+from aura_eval.pack import PackError, unpack
 from tests.stub_server import STUB_TEXT, StubServer, schema_answer
 from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, planned_jobs, scratch_copy, snakemake, suite_config
 
@@ -170,6 +177,71 @@ def test_reliability_runs(mock_run):
     swap = read_jsonl(work / "results/reliability/vendor_swap/mock-agent.jsonl")
     assert len(swap) == 3 and swap[0]["replaced_judges"] == ["judge-1", "judge-2", "judge-3"]
     assert all(r["original_safety"] == r["replaced_safety"] == "Safe" for r in swap)
+
+
+def test_every_call_carries_its_first_calls_provenance(mock_run):
+    """Call logs and rows carry the provenance stored with the response at its first call."""
+    work, _ = mock_run
+    calls = read_jsonl(work / "results/calls/construct/vary.jsonl")
+    assert calls and all(c["response_id"] == "chatcmpl-stub" and c["called_at"].endswith("Z") and
+                         c["litellm_version"] and c["params"] == {"temperature": 0.0} and
+                         c["first_latency_s"] is not None for c in calls)
+    variations = read_jsonl(work / "results/construct/variations.jsonl")
+    assert {v["call"]["key"] for v in variations} == {c["key"] for c in calls}
+    assert all(v["call"]["tokens_in"] == 11 and v["call"]["tokens_out"] == 5 for v in variations)
+
+
+def _zero_calls_made(work) -> list[str]:
+    """The stage logs that report calls made (a replay must make none)."""
+    logs = {p: p.read_text() for p in (work / "logs").rglob("*.log")}
+    made = {str(p.relative_to(work)): [int(n) for n in re.findall(r"(\d+) calls made", text)] for p, text in logs.items()}
+    assert sum(len(v) for v in made.values()) > 10
+    return [p for p, counts in made.items() if any(counts)]
+
+
+def test_pack_unpack_replays_offline_with_zero_calls(mock_run, tmp_path, capsys):
+    """A finished run packed, verified, unpacked into a fresh checkout and replayed there: no
+    model call, and every stable file under results/ equal to the packed run's."""
+    work, config = mock_run
+    archive = tmp_path / "run.tar.gz"
+    assert aura_main(["pack", str(archive), "--configfile", str(config.relative_to(work)), "--root", str(work)]) == 0
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert names[0] == "MANIFEST.sha256" and "cache/mock.sqlite" in names and "config/run.yaml" in names
+    assert {"TERMS.md", "rjudge/SOURCE.md", "STABLE_DIGESTS.sha256", "PACK.json", "results/report/report.html",
+            "results/dataset/aura_eval.jsonl", "results/tables/model_calls.csv"} <= set(names)
+    checkout = scratch_copy(tmp_path)
+    assert aura_main(["unpack", str(archive), str(checkout)]) == 0
+    assert "packed/config/replay.yaml" in capsys.readouterr().out
+    replay = checkout / "packed/config/replay.yaml"
+    assert yaml.safe_load(replay.read_text())["llm"] == {**yaml.safe_load(config.read_text())["llm"],
+                                                         "replay": True, "cache": "packed/cache/mock.sqlite"}
+    start = time.monotonic()
+    snakemake(checkout, "--forceall", "--configfile", str(replay))
+    print(f"pack {archive.stat().st_size} bytes; replay {time.monotonic() - start:.1f} s")
+    assert _zero_calls_made(checkout) == []
+    calls = [c for p in (checkout / "results/calls").rglob("*.jsonl") for c in read_jsonl(p)]
+    assert len(calls) > 50 and all(c["cache_hit"] for c in calls)
+    packed = dict(reversed(line.split("  ")) for line in
+                  (checkout / "packed/STABLE_DIGESTS.sha256").read_text().splitlines())
+    assert stable_digests(checkout) == stable_digests(work) == packed
+
+
+def test_unpack_names_a_file_that_does_not_match_its_checksum(mock_run, tmp_path):
+    work, config = mock_run
+    archive, tampered = tmp_path / "run.tar.gz", tmp_path / "tampered.tar.gz"
+    assert aura_main(["pack", str(archive), "--configfile", str(config.relative_to(work)), "--root", str(work)]) == 0
+    with tarfile.open(archive) as src, tarfile.open(tampered, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read()
+            if member.name == "results/tables/seed_composition.csv":
+                data += b"x"
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data))
+    (tmp_path / "checkout").mkdir()
+    with pytest.raises(PackError, match=r"checksum mismatch for results/tables/seed_composition\.csv"):
+        unpack(tampered, tmp_path / "checkout")
+    assert not (tmp_path / "checkout/packed").exists()
 
 
 # The tables and figures that read the labels (through the frame, the call logs, the reliability

@@ -4,6 +4,14 @@ The key hashes everything that determines a response: model, endpoint, messages,
 every sampling parameter and the sample index. SQLite in WAL mode with a busy
 timeout lets several Snakemake jobs read and write the same file at once; each
 response is committed as soon as it arrives, so a crash loses only calls in flight.
+
+A response record is `{content, finish_reason, tokens_in, tokens_out, cost_usd, latency_s,
+provenance}`; `provenance` (response id, system fingerprint, the model the provider named,
+litellm version, prompt id and version, sampling parameters, the UTC time of the first call)
+is absent from rows written before it was recorded, and readers treat it as optional.
+The `misses` table keeps the description of every request the cache could not answer (a
+replay-mode miss, a failed call), so `python -m aura_eval cache explain` can say how it
+differs from the nearest cached request.
 """
 
 from __future__ import annotations
@@ -46,6 +54,24 @@ class ResponseCache:
             (key, request.get("model", ""), json.dumps(request, sort_keys=True, ensure_ascii=False),
              json.dumps(response, sort_keys=True, ensure_ascii=False)),
         )
+
+    def put_first(self, key: str, request: dict, response: dict) -> dict:
+        """Store `response` unless the key is already held, and return the stored record: when
+        two jobs send the same request at once, both use the first one stored (so a replay,
+        which reads that one, writes the same rows)."""
+        self.put(key, request, response)
+        return self.get(key) or response
+
+    def record_miss(self, key: str, request: dict, *, prompt: str, stage: str, item_id: str, reason: str) -> None:
+        """Keep the description of a request the cache could not answer (the last miss per key)."""
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS misses (key TEXT PRIMARY KEY, model TEXT NOT NULL, prompt TEXT,"
+            " stage TEXT, item_id TEXT, reason TEXT, request TEXT NOT NULL)")
+        self._db.execute(
+            "INSERT OR REPLACE INTO misses (key, model, prompt, stage, item_id, reason, request)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, request.get("model", ""), prompt, stage, item_id, reason,
+             json.dumps(request, sort_keys=True, ensure_ascii=False)))
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -4,6 +4,11 @@ Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
 - status "ok": the response parsed as JSON and matched the prompt's schema;
 - status "unparseable": a response came back but did not parse or match (kept raw);
 - status "failed": no response after all retries (the error is kept).
+
+Each result's `call` holds the provenance of the call that answered it (`types.CALL_FIELDS`):
+stored in the cache record at the first call and read back from there on every hit, so the
+call log and the rows are the same on a replay. Simulated calls are never cached: they carry
+their prompt and parameters only (no time, latency, response id or litellm version).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import os
 import re
 import sys
 import time
+from datetime import datetime, timezone
 
 import tenacity
 from tqdm import tqdm
@@ -20,9 +26,37 @@ from tqdm import tqdm
 from aura_eval.jsonl import write_jsonl
 from aura_eval.llm import local, sim
 from aura_eval.llm.cache import ResponseCache, cache_key
-from aura_eval.llm.types import CacheMissError, Request, Result, parse_json
+from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json
 
 _litellm = None
+_litellm_version = None
+
+
+def litellm_version() -> str | None:
+    """The installed litellm's version (from its metadata: no import)."""
+    global _litellm_version
+    if _litellm_version is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            _litellm_version = version("litellm")
+        except PackageNotFoundError:
+            _litellm_version = ""
+    return _litellm_version or None
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds and a Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def call_of(record: dict) -> dict:
+    """CALL_FIELDS of a cached response record (None where a row from before provenance lacks one)."""
+    prov = record.get("provenance") or {}
+    out = {name: prov.get(name) for name in CALL_FIELDS}
+    out.update(tokens_in=record.get("tokens_in"), tokens_out=record.get("tokens_out"),
+               cost_usd=record.get("cost_usd"), first_latency_s=record.get("latency_s"))
+    return out
 
 
 def litellm_module():
@@ -191,6 +225,9 @@ class ModelClient:
         result = self._result(req, {"content": content, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
                                     "latency_s": time.perf_counter() - start}, key, cache_hit=False)
         result.attempts = 1
+        # Not cached, so nothing of this call is stored: no time, latency or response id (they
+        # would differ on every run); the prompt and parameters are the request's.
+        result.call = {name: None for name in CALL_FIELDS} | {"params": self._params(req), "cost_usd": 0.0}
         self._log(result)
         return result
 
@@ -232,16 +269,21 @@ class ModelClient:
 
     def _shared(self, req: Request, answered: Result) -> Result:
         if answered.status == "failed":
-            return Result(request=req, status="failed", error=answered.error, key=answered.key, latency_s=0.0)
+            return Result(request=req, status="failed", error=answered.error, key=answered.key, latency_s=0.0,
+                          call=dict(answered.call))
         result = self._result(req, self.cache.get(answered.key) or {"content": answered.content}, answered.key,
                               cache_hit=True)
         result.latency_s = 0.0
         return result
 
+    @staticmethod
+    def _params(req: Request) -> dict:
+        return {k: req.endpoint.params[k] for k in sorted(req.endpoint.params)}
+
     def _describe(self, req: Request) -> dict:
         ep = req.endpoint
         described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
-                     "params": {k: ep.params[k] for k in sorted(ep.params)},
+                     "params": self._params(req),
                      "response_format": self._response_format(req), "sample": req.sample}
         if ep.provider == sim.PROVIDER:  # the simulator's answer depends on the item's facts too
             described["facts"] = req.facts
@@ -260,14 +302,22 @@ class ModelClient:
             result.latency_s = 0.0
             return result
         if self.replay:
+            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                                   reason="replay miss")
             raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
-                                 f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample}")
+                                 f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
+                                 f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
+                                 f"names what differs from the nearest cached request)")
         response, error, attempts = await self._with_retries(req, described)
         if error is not None:
+            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                                   reason="failed")
             return Result(request=req, status="failed", error=error, key=key, latency_s=attempts["latency_s"],
-                          attempts=attempts["n"], wait_s=attempts["wait_s"], auth_error=attempts["auth"])
-        self.cache.put(key, described, response)
-        result = self._result(req, response, key, cache_hit=False)
+                          attempts=attempts["n"], wait_s=attempts["wait_s"], auth_error=attempts["auth"],
+                          call={name: None for name in CALL_FIELDS} | {"params": self._params(req),
+                                                                      "litellm_version": litellm_version()})
+        stored = self.cache.put_first(key, described, response)  # another job's first answer, if it won
+        result = self._result(req, stored, key, cache_hit=False)
         result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
         return result
 
@@ -291,7 +341,7 @@ class ModelClient:
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
             stop=tenacity.stop_after_attempt(int(self.settings.get("max_retries", 5)) + 1)
             | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
-        start = time.perf_counter()
+        called_at, start = utc_now(), time.perf_counter()
         attempts = {"n": 0, "wait_s": 0.0, "auth": False, "latency_s": 0.0}
         try:
             async for attempt in retrying:
@@ -305,9 +355,9 @@ class ModelClient:
             return None, self.scrub(f"{type(err).__name__}: {err}")[:1000], attempts
         latency = time.perf_counter() - start
         attempts.update(wait_s=round(retrying.statistics.get("idle_for", 0.0), 3), latency_s=latency)
-        return self._response_record(req, resp, latency), None, attempts
+        return self._response_record(req, resp, latency, called_at), None, attempts
 
-    def _response_record(self, req, resp, latency) -> dict:
+    def _response_record(self, req, resp, latency, called_at) -> dict:
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
         cost = 0.0 if req.endpoint.provider == local.PROVIDER else None
@@ -319,7 +369,12 @@ class ModelClient:
         return {"content": self.scrub(choice.message.content), "finish_reason": choice.finish_reason,
                 "tokens_in": getattr(usage, "prompt_tokens", None),
                 "tokens_out": getattr(usage, "completion_tokens", None),
-                "cost_usd": cost, "latency_s": round(latency, 4)}
+                "cost_usd": cost, "latency_s": round(latency, 4),
+                "provenance": {"response_id": getattr(resp, "id", None),
+                               "system_fingerprint": getattr(resp, "system_fingerprint", None),
+                               "response_model": getattr(resp, "model", None), "litellm_version": litellm_version(),
+                               "prompt": req.prompt_id, "prompt_version": req.prompt_version,
+                               "params": self._params(req), "called_at": called_at}}
 
     def _result(self, req, response, key, cache_hit) -> Result:
         parsed, problem = parse_json(response["content"], req.schema) if req.schema is not None else (
@@ -328,7 +383,7 @@ class ModelClient:
                       content=response["content"], parsed=parsed, error=problem,
                       tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
                       cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
-                      cache_hit=cache_hit, key=key)
+                      cache_hit=cache_hit, key=key, call=call_of(response))
 
     def _log(self, result: Result) -> None:
         r = result.request
@@ -340,4 +395,7 @@ class ModelClient:
             "latency_s": None if result.latency_s is None else round(result.latency_s, 3),
             "attempts": result.attempts, "wait_s": result.wait_s, "auth_error": result.auth_error,
             "cost_usd": result.cost_usd, "error": result.error,
+            # The first call's provenance, from the cache (stable on replay, unlike latency_s).
+            **{name: result.call.get(name) for name in CALL_FIELDS if name not in ("tokens_in", "tokens_out",
+                                                                                   "cost_usd")},
         })

@@ -17,6 +17,12 @@ SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presen
                    "frequency_penalty", "reasoning_effort",
                    "mock_response")  # litellm's canned answer, for tests and dry runs
 STATUSES = ("ok", "unparseable", "failed")
+# What the model module records about the call that answered a request (`Result.call`, the call
+# log, the rows' `call`): stored in the cache with the response at the first call, so a cache
+# hit and a replay report the first call's values. A cache row written before provenance was
+# recorded reads as None in every field it lacks.
+CALL_FIELDS = ("response_id", "system_fingerprint", "response_model", "litellm_version", "params",
+               "called_at", "first_latency_s", "tokens_in", "tokens_out", "cost_usd")
 
 
 class CacheMissError(RuntimeError):
@@ -87,13 +93,17 @@ class Result:
     attempts: int = 0  # provider calls sent for it (0: answered from the cache)
     wait_s: float = 0.0  # time spent waiting between attempts (rate limits, backoff)
     auth_error: bool = False  # failed because the key is missing or refused
+    call: dict = field(default_factory=dict)  # CALL_FIELDS of the first call (from the cache)
 
     def provenance(self) -> dict:
-        """The fields every output row carries about the call that produced it."""
+        """The fields every output row carries about the call that produced it. `call` holds
+        the cache key's first 16 hex digits (as in the call log) and CALL_FIELDS, all read
+        from the cache record, so a replay writes the same row."""
         r = self.request
         return {"prompt": r.prompt_id, "prompt_version": r.prompt_version, "role": r.role,
                 "endpoint": r.endpoint.name, "model": r.endpoint.model, "sample": r.sample,
-                "status": self.status, "raw_response": self.content, "error": self.error}
+                "status": self.status, "raw_response": self.content, "error": self.error,
+                "call": {"key": self.key[:16], **{name: self.call.get(name) for name in CALL_FIELDS}}}
 
 
 _validators: dict[str, jsonschema.protocols.Validator] = {}

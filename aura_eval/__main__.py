@@ -1,0 +1,65 @@
+"""The package's command line: `python -m aura_eval <command>`.
+
+    python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR]
+    python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
+    python -m aura_eval unpack <archive> <checkout dir> [--force]
+
+See `aura_eval.cache_explain` and `aura_eval.pack`. Errors print one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aura_eval", description="AURA-Eval's run artifacts.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cache = commands.add_parser("cache", help="the response cache")
+    cache_commands = cache.add_subparsers(dest="cache_command", required=True)
+    explain = cache_commands.add_parser("explain", help="why a request was or was not answered from the cache")
+    explain.add_argument("cache", help="the cache file (llm.cache)")
+    explain.add_argument("query", help="an item id, or the first hex digits of a cache key (the call log's key)")
+    explain.add_argument("--stage", help="only call-log rows and misses of this stage")
+    explain.add_argument("--results", default="results", help="the results folder whose calls/ to read")
+    pack = commands.add_parser("pack", help="a finished run as one .tar.gz with a MANIFEST of sha256 checksums")
+    pack.add_argument("out")
+    pack.add_argument("--configfile", default="config/config.yaml", help="the config the run used")
+    pack.add_argument("--root", default=".", help="the working directory of the run")
+    unpack = commands.add_parser("unpack", help="verify an archive and place it in a checkout for a replay")
+    unpack.add_argument("archive")
+    unpack.add_argument("checkout")
+    unpack.add_argument("--force", action="store_true", help="replace an earlier unpacked archive and differing "
+                                                             "human-label files")
+    args = parser.parse_args(argv)
+    from aura_eval.pack import PackError
+
+    try:
+        if args.command == "cache":
+            from aura_eval.cache_explain import explain as run_explain
+
+            text, found = run_explain(args.cache, args.query, stage=args.stage, results=args.results)
+            sys.stdout.write(text)
+            return 0 if found else 1
+        if args.command == "pack":
+            from aura_eval.pack import pack as run_pack
+
+            done = run_pack(args.out, configfile=args.configfile, root=args.root)
+            print(f"packed {done['files']} files ({done['cache_rows']} cached responses) into {args.out}: "
+                  f"{done['bytes']:,} bytes")
+            return 0
+        from aura_eval.pack import unpack as run_unpack
+
+        done = run_unpack(args.archive, args.checkout, force=args.force)
+        print(f"verified {done['files']} files against the MANIFEST into {done['folder']} (code commit "
+              f"{done['code_commit']}); replay offline with:\n  cd {args.checkout} && {done['replay']}\n"
+              f"then compare: python -m aura_eval.digest . | diff - packed/STABLE_DIGESTS.sha256")
+        return 0
+    except (PackError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
