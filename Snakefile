@@ -21,6 +21,7 @@ include: "rules/evaluate.smk"
 include: "rules/reliability.smk"
 include: "rules/validation.smk"
 include: "rules/analysis.smk"
+include: "rules/audit.smk"
 include: "rules/report.smk"
 
 

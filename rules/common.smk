@@ -264,7 +264,7 @@ def report_inputs():
 
 
 def get_final_output():
-    return ["results/report/report.html"] + rules.annotation_pages.output
+    return ["results/report/report.html", "results/audit/index.html"] + rules.annotation_pages.output
 
 
 # The config file(s) of the run that renders the report, for its "What was run" section. Passed in

@@ -15,7 +15,7 @@ FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files",
         "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",
-        "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "render", "digest",
+        "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",
         "cache_explain", "pack", "__main__"]
 
 
@@ -55,7 +55,7 @@ def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
                "validation", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
-               "pipeline_figure", "paper_numbers", "render", "digest", "cache_explain", "pack", "__main__"]
+               "pipeline_figure", "paper_numbers", "audit", "render", "digest", "cache_explain", "pack", "__main__"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -272,7 +272,7 @@ def test_action_only_size_reruns_only_the_action_only_runs(mock_run):
     assert planned_jobs(work, "--configfile", str(changed)) == {
         "action_only_subset": 1, "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1,
         "analysis_frame": 1, "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES),
-        "report": 1, "all": 1}
+        "report": 1, "audit_site": 1, "all": 1}
 
 
 def test_human_labels_rerun_only_the_human_validation_tables(mock_run):
@@ -299,10 +299,11 @@ def test_reordered_config_reruns_nothing(mock_run):
 
 
 # What an added agent's own jobs are, and what reads labels, call logs or the frame: never the
-# calibration runs (five_judge, repeats), the audit samples, the pages or the human labels.
+# calibration runs (five_judge, repeats), the audit samples, the pages or the human labels; the
+# audit site (it lists every run's labels) does.
 NEW_AGENT_JOBS = {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1, "analysis_frame": 1,
                   "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES | REACT_TABLES),
-                  "report": 1, "all": 1}
+                  "report": 1, "audit_site": 1, "all": 1}
 CALIBRATION_OUTPUTS = ("results/validation/", "results/reliability/five_judge/", "results/reliability/repeats/")
 
 

@@ -1,0 +1,28 @@
+# The audit site (aura_eval.audit): a static, offline index of every released item and excluded
+# candidate, one page per row, and the stylesheet they share.
+rule audit_site:
+    input:
+        seeds=FILES["seeds"],
+        tags=FILES["tags"],
+        prefixes=FILES["prefixes"],
+        variations="results/construct/variations.jsonl",
+        reviews="results/construct/variation_reviews.jsonl",
+        pool=FILES["pool"],
+        pairs=FILES["pairs"],
+        pair_reviews=FILES["pair_reviews"],
+        dataset=FILES["dataset"],
+        excluded="results/dataset/excluded.jsonl",
+        rollouts=expand("results/rollouts/{run}.jsonl", run=runs()),
+        judgments=expand("results/judgments/{run}/{judge}.jsonl", run=runs(), judge=judges()),
+        labels=label_files(),
+        calls=[log for log in call_logs() if not log.startswith("results/calls/reliability/")],
+    output:
+        index="results/audit/index.html",
+        css="results/audit/audit.css",
+        pages=directory("results/audit/items"),
+    log:
+        "logs/audit_site.log",
+    conda:
+        "../envs/aura.yaml"
+    script:
+        "../scripts/audit_site.py"
