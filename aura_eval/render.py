@@ -288,7 +288,10 @@ def size_figures(text: str, build: Path) -> str:
         if match["attrs"]:
             return match.group(0)
         width = _png_width(path)
-        return f"![{match['caption']}]({match['path']})" + (f'{{width="{width}px"}}' if width else "")
+        # A wide figure is scaled to the page; its SVG beside results/report/ opens at full size.
+        full = f"../{match['path'][:-len('.png')]}.svg"
+        return (f"![{match['caption']}]({match['path']})" + (f'{{width="{width}px"}}' if width else "")
+                + f"\n\n[Open the figure at full size (SVG)]({full})")
     return IMAGE.sub(sized, text)
 
 

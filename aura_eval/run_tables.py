@@ -170,7 +170,7 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
     return "\n".join([
         *[line for w in warnings for line in (w, "")],
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "
-        f"Model requests: {int(calls['requests'].sum()) if len(calls) else 0}, "
+        f"Model requests: {int(calls['requests'].sum()) if len(calls) else 0:,}, "
         f"of which answered from the cache: {int(calls['cache_hits'].sum()) if len(calls) else 0}; "
         f"failed: {int(calls['failed'].sum()) if len(calls) else 0}, "
         f"unparseable: {int(calls['unparseable'].sum()) if len(calls) else 0}. "

@@ -31,6 +31,9 @@ HEADERS = {
     "note": "Note", "items": "Items", "n": "N", "resolved": "Resolved", "seeds": "Seeds", "rank": "Rank",
     "total": "Total", "unsafe": "Unsafe", "safe": "Safe", "paper_total": "Paper total",
     "paper_unsafe": "Paper unsafe", "paper_safe": "Paper safe",
+    # Tables 1 and 2 (the taxonomy)
+    "name": "Name", "definition": "Definition", "variation_direction": "Direction of a variation",
+    "taxonomy_version": "Taxonomy version", "label": "Label", "prompt": "Prompt", "prompt_version": "Prompt version",
     # Table 33 and 38 (paper J.1)
     "unsafe_all": "Unsafe (all)", "unsafe_nsp": "Unsafe NSP", "unsafe_sp": "Unsafe SP",
     "sp_safe_non_refusal": "SP safe non-refusal", "sp_over_refusal": "SP over-refusal",
@@ -75,7 +78,7 @@ TABLE_HEADERS = {
     "table19_panel_strata": {"unanimous": "Unanimous", "total": "Total"},
     "table22_accuracy_by_consensus": {"samples": "Samples in stratum"},
     "table23_ensembles": {"accuracy": "Acc. (on Np)"},
-    "table24_vendor_swap": {"items": "Sample", "difference": "Diff. [95% CI]"},
+    "table24_vendor_swap": {"items": "Sample", "difference": "Diff. (orig. − repl.) [95% CI]"},
     "table36_failure_mechanism": {"unsafe": "Unsafe completions"},
     "table37_top_unsafe": {"of_unsafe": "% of unsafe outcomes"},
     "seed_composition": {"unsafe": "Unsafe", "safe": "Safe"},

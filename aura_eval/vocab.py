@@ -198,7 +198,7 @@ TABLES = dict([
            "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run"),
     _table("table33_behaviour", "analysis", ["frame"],
            "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
-           "over-refusal as % of SP rows judged Safe; NSP risk aware, aware unsafe and miss+execute as % of NSP "
+           "over-refusal as % of SP rows judged Safe with an action-type label; NSP risk aware, aware unsafe and miss+execute as % of NSP "
            "rows with the labels each reads"),
     _table("table31_nsp_sp_gap", "analysis", ["frame"],
            "Table 31: per model, NSP and SP unsafe % over rows with a safety label, and Δ = NSP − SP in points "
@@ -209,8 +209,8 @@ TABLES = dict([
            "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 NSP variations whose original "
            "was judged Safe)"),
     _table("table36_failure_mechanism", "analysis", ["frame"],
-           "Table 36: unsafe completions on the RS2 and RS5 NSP variations, % (n) with D0/D1 and with D2/D3 "
-           "detection, over all of them"),
+           "Table 36: unsafe completions on the RS2 and RS5 variations of NSP items (the population of Table 35: "
+           "never a generated pair counterpart, which Figure 6 counts), % (n) with D0/D1 and with D2/D3 detection"),
     _table("table37_top_unsafe", "analysis", ["frame"],
            "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes"),
     _table("table38_prompt_format", "analysis", ["frame", "subset"],
@@ -219,11 +219,12 @@ TABLES = dict([
            "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
            "axis and overall"),
     _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
-           "Table 22: per validation judge, % of audit samples matching the human reference, within each "
-           "five-judge plurality stratum"),
+           "Table 22: per validation judge and five-judge plurality stratum of the audit samples, % matching the "
+           "human reference, over the samples of the stratum that have one"),
     _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
            "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
-           "Nu (unanimous), T (ties) and accuracy on Np; the panel in use is ticked", config=("roles",)),
+           "Nu (unanimous), T (ties), and accuracy over the Np samples that have a human reference; the panel "
+           "in use is ticked", config=("roles",)),
     _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"],
            "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
            "judge replaced, over items resolved under both, and the difference with a 95% interval"),
@@ -234,9 +235,11 @@ TABLES = dict([
     _table("table18_retention", "analysis", ["human"],
            "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved"),
     _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
-           "Table 19: retained audit samples per axis by the five-judge panel's agreement"),
+           "Table 19: audit samples per axis by the five-judge panel's agreement (all sampled; the last column: "
+           "those with a human final label, Table 18's retained)"),
     _table("table20_human_agreement", "analysis", ["human"],
-           "Table 20: retained audit samples per axis by the three annotators' agreement, with P_o and α"),
+           "Table 20: retained audit samples per axis by the annotators' agreement, with P_o and α (a tie is "
+           "retained only once adjudicated, so Tie counts adjudicated ties)"),
     _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
            "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them"),
     _table("table2_evaluation_taxonomy", "prompt_tables", ["judge_prompts"],

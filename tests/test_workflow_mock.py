@@ -12,6 +12,7 @@ import time
 import pytest
 import yaml
 
+from aura_eval import vocab
 from aura_eval.__main__ import main as aura_main
 from aura_eval.digest import stable_digests
 from aura_eval.jsonl import read_jsonl
@@ -144,7 +145,7 @@ def test_tables_and_figures(mock_run):
     assert "Overall safe and unsafe rates" in html and "no human reference labels yet" in html
     assert "no human labels imported yet: see results/validation/annotation/" in html
     assert 'href="../labels/mock-agent.jsonl"' in html and "mock.yaml" in html  # what each table read; the config
-    assert html.count("data:image/png;base64") == 6
+    assert html.count("data:image/png;base64") == len(vocab.FIGURES)
 
 
 def test_validation_pages_and_no_human_labels(mock_run):
