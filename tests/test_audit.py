@@ -2,14 +2,13 @@
 report's links, and the index in headless Chromium from file://."""
 
 import json
-import os
-import shutil
 import time
 
 import pytest
 
 from aura_eval import audit, render
 from aura_eval.jsonl import write_jsonl
+from tests.browser import chromium
 
 P = "iot-001.at_trigger"
 STEPS = [{"index": 0, "turn": 0, "role": "user", "content": "Please delete the old backups now"}]
@@ -188,8 +187,6 @@ def test_report_links_filter_the_index(tmp_path):
     assert render.audit_links(tmp_path, "table33_behaviour") == ""
 
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-NO_BROWSER = "Debian's chromium and chromium-driver are not installed (run `make browser` as root)"
 
 
 def _wait(check, tries=50):
@@ -201,24 +198,12 @@ def _wait(check, tries=50):
 
 
 def test_index_in_headless_chromium(site_inputs, tmp_path):
-    if not (CHROMIUM and CHROMEDRIVER):
-        if os.environ.get("AURA_REQUIRE_BROWSER"):
-            pytest.fail(NO_BROWSER)
-        pytest.skip(NO_BROWSER)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     files, site = site_inputs
     audit.build(files, site)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium(tmp_path)
     count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731
     try:
         index = (site / "index.html").as_uri()

@@ -2,18 +2,17 @@
 empty and partial tables that say why, the "What was run" section with each table's sources,
 and (in headless Chromium) every table whole at 1280 px and no blank figure, on screen and in print."""
 
-import os
 import shutil
 import struct
 import zlib
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from aura_eval import analysis, paper_numbers, reasons, render
 from aura_eval.table_files import explain, markdown, write_csv
 from aura_eval.vocab import FIGURES, TABLES
+from tests.browser import chromium
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 REPORT = Path(__file__).resolve().parent.parent / "paper" / "report.qmd"
@@ -185,11 +184,6 @@ def test_figures_get_the_width_they_were_drawn_for(tmp_path):
 
 # -- in a browser ------------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-# Skipped, with this reason, where no browser is installed (`make browser` installs it, as root);
-# CI sets AURA_REQUIRE_BROWSER=1, so there a missing browser fails instead.
-NO_BROWSER = "Debian's chromium and chromium-driver are not installed (run `make browser` as root)"
 
 LAYOUT = """return {viewport: document.documentElement.clientWidth,
   tables: Array.from(document.querySelectorAll('table')).filter(t => t.offsetParent !== null).map(t => {
@@ -202,22 +196,10 @@ LAYOUT = """return {viewport: document.documentElement.clientWidth,
 
 
 def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_path):
-    if not (CHROMIUM and CHROMEDRIVER):
-        if os.environ.get("AURA_REQUIRE_BROWSER"):
-            pytest.fail(NO_BROWSER)
-        pytest.skip(NO_BROWSER)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
     files, html = _results(tmp_path)
     render.render_report(REPORT, files, html, simulated=True)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,900",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium(tmp_path, window="1280,900")
     try:
         driver.set_window_size(1280, 900)
         driver.get(html.as_uri())

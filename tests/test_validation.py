@@ -2,14 +2,13 @@
 
 import csv
 import json
-import os
-import shutil
 import time
 
 import pytest
 
 from aura_eval import analysis, validation
 from aura_eval.jsonl import InputError
+from tests.browser import chromium
 
 
 def _pool(axis="action_safety", n=60):
@@ -195,22 +194,9 @@ def test_no_human_labels_gives_empty_statistics(samples):
     assert (table3["n"] == 0).all() and table3["accuracy_pct"].isna().all()
 
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
-# Skipped, with this reason, where no browser is installed (`make browser` installs it, as root);
-# CI sets AURA_REQUIRE_BROWSER=1, so there a missing browser fails instead.
-NO_BROWSER = "Debian's chromium and chromium-driver are not installed (run `make browser` as root)"
 
 
 def test_page_in_headless_chromium_labels_and_exports(tmp_path):
-    if not (CHROMIUM and CHROMEDRIVER):
-        if os.environ.get("AURA_REQUIRE_BROWSER"):
-            pytest.fail(NO_BROWSER)
-        pytest.skip(NO_BROWSER)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     samples = validation.assign_annotators(validation.audit_sample(_pool(), 5), ["ann-1"], 1)
@@ -218,15 +204,8 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                              "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
+                                       "download.prompt_for_download": False})
     try:
         driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
         driver.get(page.as_uri())
