@@ -1,6 +1,7 @@
 """paper/reference_numbers.yaml: it loads, names only registered tables and figures, quotes the
 paper verbatim (where the paper's text is at hand), and renders as the report's "Paper's numbers"."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,9 @@ from aura_eval import paper_numbers, render
 from aura_eval.vocab import FIGURES, TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
-PAPER_TEXTS = [Path("/work/shared/paper/aura-eval-paper.txt"), ROOT.parent / "shared/paper/aura-eval-paper.txt"]
+# The paper's text lies beside the checkout (../shared/paper/), or where AURA_PAPER_TEXT names it.
+PAPER_TEXTS = [Path(p) for p in [os.environ.get("AURA_PAPER_TEXT")] if p] + [
+    ROOT.parent / "shared/paper/aura-eval-paper.txt"]
 # Every artefact that reproduces a paper table or figure has a key (an empty list: the text states none).
 PAPER_ARTEFACTS = ["table3_human_reliability", "table18_retention", "table19_panel_strata",
                    "table20_human_agreement", "table21_judge_accuracy", "table22_accuracy_by_consensus",
