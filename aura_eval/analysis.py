@@ -121,8 +121,7 @@ def flip_population(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFram
     """The rows of Tables 35 and 36: the NSP variations `<prefix id>.<dimension>` of the flip
     dimensions, with `original_safety`, the same run's label on `<prefix id>.original`
     (generated counterparts, `.pair`, share the prefix id and dimension but are neither)."""
-    variation = [item_id(prefix, dim) for prefix, dim in zip(df["prefix_id"], df["dimension"])]
-    pop = df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP) & (df["item_id"] == variation)]
+    pop = reasons.flip_variations(df, dimensions)
     safety = df.set_index(["run", "item_id"])["safety"]
     original = pd.MultiIndex.from_arrays([pop["run"], [item_id(prefix, ORIGINAL) for prefix in pop["prefix_id"]]])
     return pop.assign(original_safety=safety.reindex(original).to_numpy())

@@ -82,22 +82,19 @@ def exclusions(excluded, variations, reviews, pairs, pair_reviews) -> dict[str, 
     """Every candidate that did not reach the dataset: item id -> {stage, reason}; the first
     stage that dropped it (the gate, the review panel, the pair checks, the P9 panel, release)."""
     out = {}
-    reviewed = {r["variation_id"]: r for r in reviews}
-    for v in variations:
-        if not v.get("passed_gate"):
-            why = v.get("rejection") or f"{v.get('status')}: {v.get('error') or 'no usable rewrite'}"
-            out[v["variation_id"]] = {"stage": "variation gate", "reason": why}
-        elif v["variation_id"] in reviewed and not reviewed[v["variation_id"]]["kept"]:
-            out[v["variation_id"]] = {"stage": "variation review",
-                                      "reason": f"review panel: {_votes_line(reviewed[v['variation_id']])}"}
-    pair_reviewed = {r["item_id"]: r for r in pair_reviews}
-    for p in pairs:
-        if not p.get("passed_checks"):
-            why = p.get("rejection") or f"{p.get('status')}: {p.get('error') or 'no usable pair'}"
-            out[p["item_id"]] = {"stage": "pair checks", "reason": why}
-        elif p["item_id"] in pair_reviewed and not pair_reviewed[p["item_id"]]["kept"]:
-            out[p["item_id"]] = {"stage": "pair review",
-                                 "reason": f"P9 panel: {_votes_line(pair_reviewed[p['item_id']])}"}
+    # (rows, their id field, the check they must pass, its stage, what failing leaves, the review panel)
+    for rows, key, passed, check, nothing, reviewed, review, panel in (
+            (variations, "variation_id", "passed_gate", "variation gate", "no usable rewrite", reviews,
+             "variation review", "review panel"),
+            (pairs, "item_id", "passed_checks", "pair checks", "no usable pair", pair_reviews, "pair review",
+             "P9 panel")):
+        by_id = {r[key]: r for r in reviewed}
+        for row in rows:
+            if not row.get(passed):
+                why = row.get("rejection") or f"{row.get('status')}: {row.get('error') or nothing}"
+                out[row[key]] = {"stage": check, "reason": why}
+            elif row[key] in by_id and not by_id[row[key]]["kept"]:
+                out[row[key]] = {"stage": review, "reason": f"{panel}: {_votes_line(by_id[row[key]])}"}
     for e in excluded:
         out.setdefault(e["item_id"], {"stage": "release", "reason": e["reason"]})
     return out

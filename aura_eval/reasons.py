@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from aura_eval.table_files import explain
-from aura_eval.vocab import FLIP_DIMENSIONS, NSP, SP
+from aura_eval.vocab import FLIP_DIMENSIONS, NSP, SP, item_id
 
 NO_HUMAN = "no human labels imported yet: see results/validation/annotation/ (format in data/human/README.md)"
 NO_SP = "this run released no Safe-Path rows"
@@ -62,12 +62,20 @@ def gap(df: pd.DataFrame, table: pd.DataFrame, matched_only: bool = False):
     return None, None
 
 
+def flip_variations(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
+    """The population of Tables 35 and 36: the NSP variations `<prefix id>.<dimension>` of the flip
+    dimensions (generated counterparts, `.pair`, share the prefix id and dimension but are neither).
+    Defined here, where the empty-state reasons need it too; analysis.flip_population adds the originals."""
+    variation = [item_id(prefix, dim) for prefix, dim in zip(df["prefix_id"], df["dimension"])]
+    return df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP) & (df["item_id"] == variation)]
+
+
 def flips(df: pd.DataFrame, table: pd.DataFrame):
     """Table 35: RS2/RS5 NSP variations whose original was judged Safe."""
     if why := _frame_basics(df):
         return why, None
     dims = "/".join(FLIP_DIMENSIONS)
-    pop = df[df["dimension"].isin(FLIP_DIMENSIONS) & (df["pair_label"] == NSP)]
+    pop = flip_variations(df)
     if pop.empty:
         return None, f"this run released no NSP {dims} variation: every cell is empty"
     if table is not None and not table.empty:
@@ -83,7 +91,7 @@ def failures(df: pd.DataFrame, table: pd.DataFrame):
     if why := _frame_basics(df):
         return why, None
     dims = "/".join(FLIP_DIMENSIONS)
-    pop = df[df["dimension"].isin(FLIP_DIMENSIONS) & (df["pair_label"] == NSP)]
+    pop = flip_variations(df)
     if pop.empty:
         return None, f"this run released no NSP {dims} variation"
     labelled = _labelled(pop)
