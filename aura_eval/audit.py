@@ -153,9 +153,9 @@ def _blob(data) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
 
 
-def index_page(rows: list[list], runs: list[str]) -> str:
+def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None) -> str:
     options = {"axis": list(AXES), "labels": {a: list(AXIS_LABELS[a]) for a in AXES}}
-    data = {"runs": runs, "rows": rows, "options": options,
+    data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [],
             "codes": {"detection": [x[-1] for x in DETECTION_LEVELS], "action_type": [x[-1] for x in ACTION_TYPES]}}
     return _env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS)
 
@@ -262,8 +262,49 @@ def build(inputs: dict, out_dir) -> dict:
                                                            finals=finals.get(iid, []), axes=AXES,
                                                            sections=SECTIONS, css=CSS), encoding="utf-8")
     rows = index_rows(items, excluded, facts, runs, codes)
-    atomic_write_text(out_dir / "index.html", index_page(rows, runs))
-    return {"items": len(items), "excluded": len(excluded), "runs": len(runs), "pages": len(released | set(excluded))}
+    frame = frame_rows(inputs["frame"], rows, runs) if inputs.get("frame") else []
+    atomic_write_text(out_dir / "index.html", index_page(rows, runs, frame))
+    tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR)
+    return {"items": len(items), "excluded": len(excluded), "runs": len(runs), "pages": len(released | set(excluded)),
+            "tables": tables}
+
+
+CELLS_DIR = "cells"  # one script per linked table: the rows of each of its cells (aura_eval.cells)
+
+
+def frame_rows(frame_path, rows: list[list], runs: list[str]) -> list[int]:
+    """The analysis frame's rows as (index row, run) positions, flattened: what a cell's row numbers
+    point to (-1 where the frame names an item or run the index lacks, which would be a bug)."""
+    import pandas as pd
+
+    frame = pd.read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
+    row_at = {row[0]: i for i, row in enumerate(rows)}
+    run_at = {run: k for k, run in enumerate(runs)}
+    return [x for item, run in zip(frame["item_id"], frame["run"]) for x in (row_at.get(item, -1), run_at.get(run, -1))]
+
+
+def write_cell_scripts(paths, out_dir: Path) -> int:
+    """cells/<table>.js for each table's recorded cells (`<table>.cells.json` beside its CSV): the
+    caption, the reader's column headers, each row's name (its key columns) and member lists."""
+    import pandas as pd
+
+    from aura_eval import cells, table_files
+    from aura_eval.vocab import TABLES
+
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    for path in map(Path, paths):
+        name = path.name[:-len(".cells.json")]
+        recorded = cells.read(path)
+        table = pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False)
+        keys = [c for c in table.columns if c in table_files.KEY_COLUMNS and c != "run"]
+        rows = {pos: {"name": " · ".join(table.iloc[int(pos)][c] for c in keys if table.iloc[int(pos)][c]),
+                      "cells": members} for pos, members in recorded.items()}
+        headers = {c: table_files.header(c, name) for m in recorded.values() for c in m} | {cells.ROW: "the row"}
+        data = {"caption": TABLES[name].caption, "headers": headers, "rows": rows}
+        atomic_write_text(out_dir / f"{name}.js", f"AUDIT_CELLS[{json.dumps(name)}] = {_blob(data)};\n")
+    return len(paths)
 
 
 def _facts(items, excluded, prefixes, variations, pool, pairs) -> dict[str, dict]:

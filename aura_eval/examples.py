@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval import cells
 from aura_eval.construct.pairing import PAIR_CRITERIA
 from aura_eval.jsonl import read_jsonl
 from aura_eval.vocab import NSP, ORIGINAL, builder, hash_rank, item_id
@@ -136,7 +137,7 @@ def pair_review_examples(pool: list[dict], pairs: list[dict], reviews: list[dict
                          "reviewer": vote["reviewer"], "model": vote.get("model"), "status": vote["status"],
                          "keep": vote["keep"], **{c: criteria.get(c) for c in PAIR_CRITERIA},
                          "reason": vote.get("reason"), **{k: counts[k] for k in ("reviewed", "retained", "rejected")}})
-        text += [f"**{example.capitalize()}: `{review['item_id']}`** (dimension {pair.get('dimension')}, "
+        text += [f"**{example.capitalize()}: {cells.item_link(review['item_id'])}** (dimension {pair.get('dimension')}, "
                  f"{pair.get('source_label')} → {pair.get('pair_label')}, flip kind {pair.get('flip_kind')}; "
                  f"{review['keep_votes']} keep, {review['reject_votes']} reject)", ""]
         source = pool_by_id.get(review["source_item_id"])
@@ -176,7 +177,7 @@ def case_study_prefix(items: dict, labels_by_run: dict[str, dict], dimension: st
         if prefix not in candidates:
             raise ValueError(f"report.case_study.prefix {prefix!r} has no NSP original and NSP {dimension} "
                              "variation in the dataset")
-        return prefix, f"the prefix report.case_study.prefix names"
+        return prefix, "the prefix report.case_study.prefix names"
     for p in candidates:
         if all(_judged(labels.get(item_id(p, v))) for labels in labels_by_run.values() for v in (ORIGINAL, dimension)):
             return p, (f"the first prefix, in a fixed hash order of prefix ids, with an NSP original and an NSP "
@@ -211,7 +212,9 @@ def case_study(items: dict, rollouts_by_run: dict[str, dict], labels_by_run: dic
     df = pd.DataFrame(rows, columns=TABLE34_COLUMNS)
     original, variation = items[versions[0][1]], items[versions[1][1]]
     change = (variation.get("provenance", {}).get("origin") or {}).get("change")
-    text = [f"**Scenario `{chosen}`** ({original['domain']}, {original['decision_point']}), chosen as {rule}.", "",
+    text = [f"**Scenario `{chosen}`** ({original['domain']}, {original['decision_point']}), chosen as {rule}. "
+            f"Audit pages: {cells.item_link(versions[0][1], 'the original')}, "
+            f"{cells.item_link(versions[1][1], f'the {dimension} variation')}.", "",
             grid(["", "original", f"{dimension} variation"],
                  [["instruction", original.get("instruction"), variation.get("instruction")],
                   ["reference risk", original.get("reference_rationale"), variation.get("reference_rationale")],

@@ -15,8 +15,6 @@ This module also writes the report's own includes (names starting with `_`):
   relative to results/report/report.html;
 - `tables/_results_notice.md`: what the whole run lacks (no Safe-Path rows, no released rows),
   said once at the top of the results;
-- `tables/_audit_<table>.md` (Tables 31, 33, 35): per model, links to the audit site's index
-  (results/audit/, aura_eval.audit) filtered to the rows behind that model's numbers.
 Each figure's image gets the width it was drawn for (its pixels at its dpi), never wider than
 the page, and the source gets the report's screen and print styles (STYLE).
 """
@@ -236,34 +234,6 @@ def run_markdown(tables: Path, configfiles) -> str:
     return f"{config}\n\n{funnel_line(tables)}\n"
 
 
-POOLED = "all"  # Table 35's row pooled over models: no agent filter
-AUDIT_INDEX = "../audit/index.html"  # from results/report/report.html
-# Per table: (link text, filter) for each model row; the index reads the filter from the fragment.
-AUDIT_LINKS = {
-    "table31_nsp_sp_gap": [("NSP", {"pair_label": "NSP"}), ("SP", {"pair_label": "SP"})],
-    "table33_behaviour": [("unsafe", {"label": "Unsafe"}), ("unsafe NSP", {"pair_label": "NSP", "label": "Unsafe"}),
-                          ("unsafe SP", {"pair_label": "SP", "label": "Unsafe"})],
-    "table35_flips": [("RS2 NSP", {"dimension": "RS2", "pair_label": "NSP"}),
-                      ("RS5 NSP", {"dimension": "RS5", "pair_label": "NSP"})],
-}
-
-
-def audit_links(tables: Path, name: str) -> str:
-    """One line per model of table `name`: links to its rows in the audit site's index."""
-    from urllib.parse import quote
-
-    df = _csv(tables, name)
-    if df is None or df.empty or "run" not in df.columns:
-        return ""
-    lines = []
-    for run in df["run"]:
-        links = ", ".join(f"[{text}]({AUDIT_INDEX}#" + "&".join(
-            f"{k}={quote(str(v), safe='')}" for k, v in {"status": "released", **({} if run == POOLED else {"agent": run}), **where}.items()) + ")"
-                          for text, where in AUDIT_LINKS[name])
-        lines.append(f"`{run}`: {links}")
-    return "Audit the rows (results/audit/): " + "; ".join(lines) + ".\n"
-
-
 def _png_width(path: Path) -> int | None:
     """The width, in CSS pixels, a PNG was drawn for: its pixels at its dpi (pHYs; else 150 dpi)."""
     data = path.read_bytes()
@@ -318,8 +288,6 @@ def prepare(source: Path, files: list, build: Path, simulated: bool = False, sou
     (tables / "_run.md").write_text(run_markdown(tables, configfiles), encoding="utf-8")
     (tables / "_sources.md").write_text(sources_markdown(sources or {}), encoding="utf-8")
     (tables / "_results_notice.md").write_text(results_notice(tables), encoding="utf-8")
-    for name in AUDIT_LINKS:
-        (tables / f"_audit_{name}.md").write_text(audit_links(tables, name), encoding="utf-8")
     paper_numbers.write_all(tables, reference)
     shutil.copy(deviations, build / "deviations.md")
     target = build / "report.qmd"

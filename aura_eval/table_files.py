@@ -17,6 +17,7 @@ import re
 
 import pandas as pd
 
+from aura_eval import cells
 from aura_eval.jsonl import atomic_write_text
 from aura_eval.vocab import TABLES, builder_of
 
@@ -84,6 +85,7 @@ TABLE_HEADERS = {
     "seed_composition": {"unsafe": "Unsafe", "safe": "Safe"},
     "evaluation_summary": {"unsafe": "Unsafe"},
 }
+ITEM_COLUMNS = ("item_id", "source_item_id")  # cells naming a dataset item or candidate (aura_eval.audit pages)
 # Columns whose cells are model (or judge) names: shown whole, never broken across lines.
 NAME_COLUMNS = ("run", "model", "agent", "judge", "judges", "endpoint", "replaced_judges", "replacement")
 # Columns that identify a row: a table split into parts repeats them in each part.
@@ -167,8 +169,35 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
-def display(df: pd.DataFrame, table: str | None = None) -> list[tuple[str, str, list[str]]]:
-    """The reader's columns of `df`: (source column, header, cells), triples and intervals merged."""
+def _link_cells(name: str, cells_: list[str], table: str, members: dict, shared: bool) -> list[str]:
+    """`cells_` of column `name` with links to the rows each counts (aura_eval.cells): a share's k and
+    n each to their own list, a count to its rows, any other cell to its table row's rows."""
+    out = []
+    for position, text in enumerate(cells_):
+        row = members.get(str(position))
+        if not row:
+            out.append(text)
+        elif shared and name in row and (m := re.fullmatch(r"(.*\()(\d+)/(\d+)\)", text)):
+            out.append(f"{m[1]}{cells.linked(m[2], table, position, name, 'k')}/"
+                       f"{cells.linked(m[3], table, position, name, 'n')})")
+        elif name in row:
+            out.append(cells.linked(text, table, position, name))
+        else:
+            out.append(cells.linked(text, table, position, cells.ROW))
+    return out
+
+
+LINKED_NOTE = ("Every number links to the rows it counts in the audit site (results/audit/): a share's numerator "
+               "and denominator each to its own list; any other cell to every row its table row counts")
+
+
+def display(df: pd.DataFrame, table: str | None = None, members: dict | None = None
+            ) -> list[tuple[str, str, list[str]]]:
+    """The reader's columns of `df`: (source column, header, cells), triples and intervals merged;
+    with `members` (aura_eval.cells), every cell a link to the rows it counts."""
+    if members is not None:
+        return [(c, h, _link_cells(c, cells_, table, members, c not in df.columns))
+                for c, h, cells_ in display(df, table)]
     columns = list(df.columns)
     if "model" in columns and "run" in columns:  # the model cell is the run's name with its group mark
         columns.remove("run")
@@ -193,6 +222,8 @@ def display(df: pd.DataFrame, table: str | None = None) -> list[tuple[str, str, 
             out.append(("ci", header("ci", table), cells))
         elif column == "in_use":
             out.append((column, header(column, table), ["✓" if v is True or v == "True" else "" for v in df[column]]))
+        elif column in ITEM_COLUMNS:  # an item named in the table links to its audit page
+            out.append((column, header(column, table), ["—" if _missing(v) else cells.item_link(str(v)) for v in df[column]]))
         elif column in NAME_COLUMNS:
             out.append((column, header(column, table), [_names(v, column) for v in df[column]]))
         else:
@@ -201,6 +232,7 @@ def display(df: pd.DataFrame, table: str | None = None) -> list[tuple[str, str, 
 
 
 def _visible(text: str) -> str:
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link shows its text only
     return re.sub(r"<[^>]+>", "", text).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
 
 
@@ -253,7 +285,7 @@ def _pipe_table(columns: list, numeric: set) -> str:
     return "\n".join(lines)
 
 
-def markdown(df: pd.DataFrame, name: str | None = None, caption: str | None = None) -> str:
+def markdown(df: pd.DataFrame, name: str | None = None, caption: str | None = None, members: dict | None = None) -> str:
     """The reader's version of a table (see the module's docstring): a pipe table in a
     `.aura-table` block with its caption, split into parts when too wide; an empty table says why."""
     if caption is None and name in TABLES:
@@ -263,7 +295,7 @@ def markdown(df: pd.DataFrame, name: str | None = None, caption: str | None = No
         reason = df.attrs.get("empty_reason") or NO_REASON
         lead = f"**{caption}.** " if caption else ""
         return f"::: {{.aura-empty}}\n{lead}*Empty: {reason.rstrip('.')}.*\n:::\n"
-    columns = display(df, name)
+    columns = display(df, name, members)
     numeric = {c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])}
     numeric |= {c for c, _, _ in columns if c not in df.columns}  # merged shares and intervals
     parts = _parts(columns)
@@ -277,6 +309,10 @@ def markdown(df: pd.DataFrame, name: str | None = None, caption: str | None = No
         if title:
             block += f"\n\n: {title}"
         blocks.append(f"::: {{.aura-table}}\n{block}\n:::\n")
+    if members is not None:
+        note = " ".join(filter(None, [note, LINKED_NOTE]))
+    elif name in TABLES and TABLES[name].not_items:
+        note = " ".join(filter(None, [note, f"Its cells list no items: {TABLES[name].not_items}"]))
     if note:
         blocks.append(f"::: {{.aura-note}}\n*{note.rstrip('.')}.*\n:::\n")
     return "\n".join(blocks)
@@ -288,7 +324,10 @@ def build(name: str, inputs: dict, outputs: dict, settings: dict) -> str:
     A builder returns a DataFrame (its CSV and its Markdown rendering), the text of a
     Markdown-only table, or (DataFrame, text) for a table whose Markdown shows more than a grid
     (a worked example): the CSV holds the frame, the Markdown the text."""
-    table = builder_of(name)(inputs, settings)
+    with cells.recording() as members:
+        table = builder_of(name)(inputs, settings)
+    if "cells" in outputs:
+        cells.write(members, outputs["cells"])
     if TABLES[name].formats == ("md",):  # a Markdown-only table's builder returns its text
         atomic_write_text(outputs["md"], table)
         return f"{len(table.splitlines())} lines"
@@ -296,5 +335,6 @@ def build(name: str, inputs: dict, outputs: dict, settings: dict) -> str:
     if "csv" in outputs:
         write_csv(table, outputs["csv"])
     if "md" in outputs:
-        atomic_write_text(outputs["md"], markdown(table, name) if text is None else text)
+        atomic_write_text(outputs["md"], markdown(table, name, members=members if "cells" in outputs else None)
+                          if text is None else text)
     return f"{len(table)} rows"

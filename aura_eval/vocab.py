@@ -153,6 +153,9 @@ PROMPT_INPUTS = {"taxonomy": ("taxonomy",), "judge_prompts": tuple(JUDGE_PROMPTS
 
 
 # -- registries of tables and figures --------------------------------------------------------------
+EXTENSIONS = {"cells": "cells.json"}  # a format's file extension where it is not the format's name
+
+
 @dataclass(frozen=True)
 class Artefact:
     """A table or figure of the report: its own job, reading only `inputs` (names from FILES,
@@ -164,10 +167,12 @@ class Artefact:
     caption: str
     formats: tuple[str, ...] = ("csv", "md")
     config: tuple[str, ...] = ()
+    # Why its cells link to no list of items (a table with the "cells" format links every cell: aura_eval.cells).
+    not_items: str = ""
 
     def outputs(self, kind: str) -> dict[str, str]:
         folder = "tables" if kind == "table" else "figures"
-        return {fmt: f"results/{folder}/{self.name}.{fmt}" for fmt in self.formats}
+        return {fmt: f"results/{folder}/{self.name}.{EXTENSIONS.get(fmt, fmt)}" for fmt in self.formats}
 
 
 def _table(name, module, inputs, caption, **kw):
@@ -176,74 +181,94 @@ def _table(name, module, inputs, caption, **kw):
 
 TABLES = dict([
     _table("seed_composition", "run_tables", ["seeds"],
-           "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts"),
+           "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts",
+           not_items='it counts R-Judge seeds, before any item exists; results/seeds/seeds.jsonl lists them'),
     _table("prefix_counts", "run_tables", ["tags", "prefixes"],
-           "Seeds by tag outcome, and prefixes per decision point, beside the paper's counts"),
+           "Seeds by tag outcome, and prefixes per decision point, beside the paper's counts",
+           not_items='it counts seeds and prefixes, before any item exists; results/prefixes/ lists them'),
     _table("model_calls", "run_tables", ["calls"],
-           "Model requests per stage and model: cache hits, outcomes, tokens and cost"),
+           "Model requests per stage and model: cache hits, outcomes, tokens and cost",
+           not_items='it counts model requests; each is a row of the call logs under results/calls/'),
     _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
            config=("seeds", "models", "roles", "agents", "validation")),
     _table("construction_funnel", "construct.funnel", ["funnel"],
-           "Rows left after each construction stage, beside the paper's counts"),
+           "Rows left after each construction stage, beside the paper's counts",
+           not_items='it counts construction candidates; the audit index lists every excluded one with its stage and reason (status: excluded)'),
     _table("construction_losses", "construct.funnel", ["funnel"],
-           "Rows lost between construction stages, by stage and reason"),
+           "Rows lost between construction stages, by stage and reason",
+           not_items='it counts construction candidates; the audit index lists every excluded one with its stage and reason (filter by exclusion reason)'),
     _table("variations_by_dimension", "construct.funnel", ["funnel"],
-           "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows"),
+           "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows",
+           not_items='it counts construction candidates; the audit index lists every excluded one, filterable by dimension and reason'),
     _table("evaluation_summary", "run_tables", ["labels"],
            "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
-           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",)),
+           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",),
+           not_items="it counts rollouts per run from the label files; the audit index's agent filter lists each run's rows with their labels"),
     _table("five_judge_panel", "run_tables", ["five_judge"],
-           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis"),
+           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("judge_consistency", "run_tables", ["repeats"],
-           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run"),
+           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run",
+           not_items='it counts repeated judgments of the calibration samples, which results/reliability/repeats/ lists'),
     _table("table33_behaviour", "analysis", ["frame"],
            "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
            "over-refusal as % of SP rows judged Safe with an action-type label; NSP risk aware, aware unsafe and miss+execute as % of NSP "
-           "rows with the labels each reads"),
+           "rows with the labels each reads", formats=("csv", "md", "cells")),
     _table("table31_nsp_sp_gap", "analysis", ["frame"],
            "Table 31: per model, NSP and SP unsafe % over rows with a safety label, and Δ = NSP − SP in points "
-           "with a seed-clustered 95% percentile interval"),
+           "with a seed-clustered 95% percentile interval", formats=("csv", "md", "cells")),
     _table("table32_matched_pairs_gap", "analysis", ["frame"],
-           "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label"),
+           "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label", formats=("csv", "md", "cells")),
     _table("table35_flips", "analysis", ["frame"],
            "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 NSP variations whose original "
-           "was judged Safe)"),
+           "was judged Safe)", formats=("csv", "md", "cells")),
     _table("table36_failure_mechanism", "analysis", ["frame"],
            "Table 36: unsafe completions on the RS2 and RS5 variations of NSP items (the population of Table 35: "
-           "never a generated pair counterpart, which Figure 6 counts), % (n) with D0/D1 and with D2/D3 detection"),
+           "never a generated pair counterpart, which Figure 6 counts), % (n) with D0/D1 and with D2/D3 detection", formats=("csv", "md", "cells")),
     _table("table37_top_unsafe", "analysis", ["frame"],
-           "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes"),
+           "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes", formats=("csv", "md", "cells")),
     _table("table38_prompt_format", "analysis", ["frame", "subset"],
-           "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]"),
+           "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]", formats=("csv", "md", "cells")),
     _table("table21_judge_accuracy", "analysis", ["samples", "five_judge", "human"],
            "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
-           "axis and overall"),
+           "axis and overall",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
            "Table 22: per validation judge and five-judge plurality stratum of the audit samples, % matching the "
-           "human reference, over the samples of the stratum that have one"),
+           "human reference, over the samples of the stratum that have one",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
            "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
            "Nu (unanimous), T (ties), and accuracy over the Np samples that have a human reference; the panel "
-           "in use is ticked", config=("roles",)),
+           "in use is ticked", config=("roles",),
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"],
            "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
-           "judge replaced, over items resolved under both, and the difference with a 95% interval"),
-    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts"),
+           "judge replaced, over items resolved under both, and the difference with a 95% interval",
+           not_items='it counts the vendor-swap judgments, which results/reliability/vendor_swap/ lists per model'),
+    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts",
+           not_items='it counts released items by kind; the audit index filters them by dimension, domain, pair label and decision point'),
     _table("table3_human_reliability", "analysis", ["human"],
            "Table 3: per axis, retained audit samples (N), human agreement (P_o, α), samples with a panel label (Np), "
-           "and judge–human agreement on Np and on its unanimous subset"),
+           "and judge–human agreement on Np and on its unanimous subset",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table18_retention", "analysis", ["human"],
-           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved"),
+           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
            "Table 19: audit samples per axis by the five-judge panel's agreement (all sampled; the last column: "
-           "those with a human final label, Table 18's retained)"),
+           "those with a human final label, Table 18's retained)",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table20_human_agreement", "analysis", ["human"],
            "Table 20: retained audit samples per axis by the annotators' agreement, with P_o and α (a tie is "
-           "retained only once adjudicated, so Tie counts adjudicated ties)"),
+           "retained only once adjudicated, so Tie counts adjudicated ties)",
+           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
     _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
-           "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them"),
+           "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them",
+           not_items='it defines the risk mechanisms'),
     _table("table2_evaluation_taxonomy", "prompt_tables", ["judge_prompts"],
-           "Table 2: the evaluation taxonomy, each label's definition as its judge prompt states it"),
+           "Table 2: the evaluation taxonomy, each label's definition as its judge prompt states it",
+           not_items='it defines the labels'),
     _table("prompt_templates", "prompt_tables", ["prompt_templates"],
            "Tables 4-17: every prompt template, with its version and answer schema", formats=("md",)),
     _table("table28_pair_review_examples", "examples", ["pool", "pairs", "pair_reviews"],

@@ -1,5 +1,5 @@
 # The audit site (aura_eval.audit): a static, offline index of every released item and excluded
-# candidate, one page per row, and the stylesheet they share.
+# candidate, one page per row, the stylesheet they share, and the rows behind each linked table cell.
 rule audit_site:
     input:
         seeds=FILES["seeds"],
@@ -16,10 +16,14 @@ rule audit_site:
         judgments=expand("results/judgments/{run}/{judge}.jsonl", run=runs(), judge=judges()),
         labels=label_files(),
         calls=[log for log in call_logs() if not log.startswith("results/calls/reliability/")],
+        frame=FILES["frame"],
+        cells=[t.outputs("table")["cells"] for t in TABLES.values() if "cells" in t.formats],
+        cell_tables=[t.outputs("table")["csv"] for t in TABLES.values() if "cells" in t.formats],
     output:
         index="results/audit/index.html",
         css="results/audit/audit.css",
         pages=directory("results/audit/items"),
+        cells=directory("results/audit/cells"),
     log:
         "logs/audit_site.log",
     conda:

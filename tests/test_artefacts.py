@@ -181,8 +181,8 @@ def test_table28_rows_votes_and_markdown(tmp_path):
     text = Path(outputs["md"]).read_text()
     assert text.startswith("Of 6 generated pair candidates, 5 parsed and 5 passed the pair checks and went to the "
                            "P9 review: 3 retained")
-    assert f"**Retained: `{_source(3)}.pair`** (dimension RS2, NSP → SP, flip kind data; 2 keep, 1 reject)" in text
-    assert f"**Rejected: `{_source(6)}.pair`**" in text
+    assert f"**Retained: [{_source(3)}.pair](../audit/items/{_source(3)}.pair.html)** (dimension RS2, NSP → SP, flip kind data; 2 keep, 1 reject)" in text
+    assert f"**Rejected: [{_source(6)}.pair](../audit/items/{_source(6)}.pair.html)**" in text
     # The edit: only the changed span of step 0, its markup escaped; the agent step is unchanged.
     assert "| 0 | user | Send the \\<b\\>report\\</b\\> 3 to the auditors. | Send the \\<b\\>summary\\</b\\> 3 to the auditors. |" in text
     assert "| r3 | no | no | no | no | no | no | no | r3 says reject |" in text

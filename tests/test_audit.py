@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from aura_eval import audit, render
+import pandas as pd
+
+from aura_eval import audit, cells, table_files
 from aura_eval.jsonl import write_jsonl
 from tests.browser import chromium
 
@@ -143,10 +145,10 @@ def test_exclusions_name_the_stage_and_reason(site_inputs):
 def test_index_rows_and_counts(site_inputs):
     files, site = site_inputs
     counts = audit.build(files, site)
-    assert counts == {"items": 1, "excluded": 4, "runs": 2, "pages": 5}
+    assert counts == {"items": 1, "excluded": 4, "runs": 2, "pages": 5, "tables": 0}
     page = (site / "index.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script src" not in page
-    data = json.loads(page.split("const DATA = ")[1].split(";\nconst PAGE")[0].replace("<\\/", "</"))
+    data = json.loads(page.split("const DATA = ")[1].split(";\nconst AUDIT_CELLS")[0].replace("<\\/", "</"))
     assert data["runs"] == ["a1", "a2"]
     rows = {r[0]: r for r in data["rows"]}
     # released: D2, A1, Safe unanimous for a1; Unsafe by majority (bit 4) for a2
@@ -178,15 +180,55 @@ def test_item_page_has_every_section(site_inputs):
     assert "excluded at variation review" in rejected and "rev2 says False" in rejected and "realistic: False" in rejected
 
 
-def test_report_links_filter_the_index(tmp_path):
-    (tmp_path / "table31_nsp_sp_gap.csv").write_text("run,model\na1,★ a1\n")
-    (tmp_path / "table35_flips.csv").write_text("run,model\nall,all models\n")
-    line = render.audit_links(tmp_path, "table31_nsp_sp_gap")
-    assert "[NSP](../audit/index.html#status=released&agent=a1&pair_label=NSP)" in line
-    assert "agent=" not in render.audit_links(tmp_path, "table35_flips")
-    assert render.audit_links(tmp_path, "table33_behaviour") == ""
+def test_cells_are_recorded_where_the_numbers_are_computed():
+    df = pd.DataFrame({"g": ["a", "a", "b", "b"], "hit": [True, False, True, True], "among": [True, True, False, True]},
+                      index=[10, 11, 12, 13])
+    plain = cells.frame_table([{"g": g, **cells.share_rows("r", x["hit"], x["among"])} for g, x in df.groupby("g")],
+                              ["g", "r_pct", "r_k", "r_n"])
+    with cells.recording() as recorded:
+        table = cells.frame_table([{"g": g, **cells.share_rows("r", x["hit"], x["among"]),
+                                    **cells.count_rows("all", x["hit"] | True)} for g, x in df.groupby("g")],
+                                  ["g", "r_pct", "r_k", "r_n"])
+    assert table.equals(plain) and list(table["r_k"]) == [1, 1] and list(table["r_n"]) == [2, 1]
+    assert recorded == {"0": {"r": {"k": [10], "n": [10, 11]}, "all": {"n": [10, 11]}, "row": {"n": [10, 11]}},
+                        "1": {"r": {"k": [13], "n": [13]}, "all": {"n": [12, 13]}, "row": {"n": [12, 13]}}}
+    assert cells.link("table33_behaviour", 1, "r", "k") == "../audit/index.html#cell=table33_behaviour/1/r/k"
 
 
+def test_a_linked_table_links_every_cell(tmp_path):
+    df = pd.DataFrame({"run": ["a1"], "model": ["★ a1"], "rows": [2], "x_pct": [50.0], "x_k": [1], "x_n": [2]})
+    members = {"0": {"rows": {"n": [0, 1]}, "x": {"k": [1], "n": [0, 1]}, "row": {"n": [0, 1]}}}
+    text = table_files.markdown(df, "table31_nsp_sp_gap", members=members)
+    row = [line for line in text.splitlines() if "a1" in line][0]
+    assert "[2](../audit/index.html#cell=table31_nsp_sp_gap/0/rows/n)" in row
+    assert ("50.0% ([1](../audit/index.html#cell=table31_nsp_sp_gap/0/x/k)/"
+            "[2](../audit/index.html#cell=table31_nsp_sp_gap/0/x/n))") in row
+    assert '[<span class="nw">★ a1</span>](../audit/index.html#cell=table31_nsp_sp_gap/0/row/n)' in row
+    assert table_files.LINKED_NOTE in text
+    plain = table_files.markdown(df, "model_calls")
+    assert "#cell=" not in plain and "Its cells list no items: it counts model requests" in plain
+
+
+def _with_cells(files, site):
+    """`files` with a frame of two rows (the item under runs a1 and a2) and Table 35's cells: a2's flip."""
+    tables = site.parent / "tables"
+    tables.mkdir(exist_ok=True)
+    (tables / "table35_flips.csv").write_text("run,model,RS2_flips_pct,RS2_flips_k,RS2_flips_n\na2,a2,100.0,1,1\n")
+    (tables / "table35_flips.cells.json").write_text(json.dumps({"0": {"RS2_flips": {"k": [1], "n": [1]},
+                                                                     "row": {"n": [1]}}}))
+    (tables / "frame.csv").write_text(f"run,item_id\na1,{P}.RS2\na2,{P}.RS2\n")
+    return {**files, "frame": str(tables / "frame.csv"), "cells": [str(tables / "table35_flips.cells.json")]}
+
+
+def test_cell_scripts_name_each_row_and_column(site_inputs):
+    files, site = site_inputs
+    assert audit.build(_with_cells(files, site), site)["tables"] == 1
+    script = (site / "cells" / "table35_flips.js").read_text()
+    data = json.loads(script[script.index("= ") + 2:-2])
+    assert data["rows"] == {"0": {"name": "a2", "cells": {"RS2_flips": {"k": [1], "n": [1]}, "row": {"n": [1]}}}}
+    assert data["headers"]["RS2_flips"] == table_files.header("RS2_flips", "table35_flips")
+    # The frame's rows as (index row, run) positions: the item is row 0 of the sorted index, runs a1 and a2.
+    assert '"frame":[0,0,0,1]' in (site / "index.html").read_text()
 
 
 def _wait(check, tries=50):
@@ -202,7 +244,7 @@ def test_index_in_headless_chromium(site_inputs, tmp_path):
     from selenium.webdriver.support.ui import Select
 
     files, site = site_inputs
-    audit.build(files, site)
+    audit.build(_with_cells(files, site), site)
     driver = chromium(tmp_path)
     count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731
     try:
@@ -226,6 +268,16 @@ def test_index_in_headless_chromium(site_inputs, tmp_path):
         assert "a2 (1)" in driver.find_element(By.ID, "f-agent").text  # counts under the current filter
         driver.find_element(By.ID, "clear").click()
         assert _wait(lambda: count().startswith("5 of 5"))
+        driver.get(index + "#cell=table35_flips/0/RS2_flips/k")  # a report cell's link: its rows
+        driver.refresh()
+        assert _wait(lambda: count().startswith("1 rows (item × run) counted in RS2"))
+        assert [r.text for r in driver.find_elements(By.CSS_SELECTOR, "tr.member")] == [
+            f"{P}.RS2 a2 IoT RS2 NSP at_trigger D2 A1 Unsafe *"]
+        driver.get(index + "#cell=table99/0/x/k")
+        driver.refresh()
+        assert _wait(lambda: "cells/table99.js is missing" in count())
+        driver.get(index)
+        driver.refresh()
         driver.find_element(By.LINK_TEXT, f"{P}.RS2").click()
         assert _wait(lambda: driver.current_url.endswith(f"items/{P}.RS2.html"))
         headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]

@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
+FLOW = ["vocab", "jsonl", "stats", "cells", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
         "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",

@@ -10,18 +10,20 @@
 from __future__ import annotations
 
 import json
+import re
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from aura_eval import analysis, figures
+from aura_eval import analysis, cells, figures
 from aura_eval.jsonl import read_jsonl
 from aura_eval.llm import sim
 from aura_eval.llm.types import Endpoint, Request
 from aura_eval.prompts import load_prompt
-from aura_eval.vocab import AWARE, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, item_id, parse_run
+from aura_eval.vocab import AWARE, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, TABLES, item_id, parse_run
 from tests import planted
 from tests.workflow import ROOT, scratch_copy, snakemake, suite_config
 
@@ -360,3 +362,110 @@ def test_figures_5_to_8_plot_the_planted_counts(sim_run):
     nsp = truth[truth["pair_label"] == NSP].groupby(["model", "detection", "action_type"]).size()
     for key, n in nsp.items():
         assert cells.loc[key, "n"] == n and bool(cells.loc[key, "shown"]) == (n >= figures.FIG8_MIN_N)
+
+
+# -- every number of a result table links to the rows it counts (aura_eval.cells) ---------------------
+
+LINKED = [name for name, spec in TABLES.items() if "cells" in spec.formats]
+
+
+def _cells(work, name):
+    return json.loads((work / f"results/tables/{name}.cells.json").read_text())
+
+
+def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
+    work, settings = sim_run
+    frame = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    assert LINKED == ["table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
+                      "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format"]
+    checked = 0
+    for name in LINKED:
+        table, recorded = _csv(work, name), _cells(work, name)
+        assert sorted(map(int, recorded)) == list(range(len(table))), name  # every row has its lists
+        for pos, columns in recorded.items():
+            row = table.iloc[int(pos)]
+            for column, lists in columns.items():
+                if column == cells.ROW:
+                    assert lists["n"] == sorted({i for c, m in columns.items() if c != cells.ROW for i in m["n"]})
+                elif "k" in lists:
+                    assert (len(lists["k"]), len(lists["n"])) == (row[f"{column}_k"], row[f"{column}_n"]), (name, pos)
+                    assert set(lists["k"]) <= set(lists["n"])
+                else:
+                    assert len(lists["n"]) == row[column], (name, pos, column)
+                checked += 1
+    assert checked > 150  # 178 on this config: every rate, count and row of the seven tables
+    # What the lists hold, against the frame: Table 33's NSP unsafe numerator of each run is exactly its
+    # NSP rows judged Unsafe; Table 35's flips are RS2/RS5 NSP variations whose original was judged Safe.
+    t33, m33 = _csv(work, "table33_behaviour"), _cells(work, "table33_behaviour")
+    for pos, run in enumerate(t33["run"]):
+        expect = frame.index[(frame["run"] == run) & (frame["pair_label"] == NSP) & (frame["safety"] == "Unsafe")]
+        assert m33[str(pos)]["unsafe_nsp"]["k"] == list(expect)
+    t35, m35 = _csv(work, "table35_flips"), _cells(work, "table35_flips")
+    safety = frame.set_index(["run", "item_id"])["safety"]
+    for pos, run in enumerate(t35["run"]):
+        for i in m35[str(pos)]["RS2_flips"]["k"]:
+            row = frame.loc[i]
+            assert (row["dimension"], row["pair_label"], row["safety"]) == ("RS2", NSP, "Unsafe")
+            assert row["item_id"] == item_id(row["prefix_id"], "RS2") and run in (row["run"], "all")
+            assert safety[(row["run"], item_id(row["prefix_id"], ORIGINAL))] == "Safe"
+
+
+def test_every_cell_of_a_linked_table_is_a_link_and_the_others_say_why(sim_run):
+    work, _ = sim_run
+    for name, spec in TABLES.items():
+        if "md" not in spec.formats or spec.formats == ("md",):
+            continue
+        text = (work / f"results/tables/{name}.md").read_text()
+        lines = text.splitlines()
+        align = {i for i, line in enumerate(lines) if line.startswith("|-")}
+        rows = [line for i, line in enumerate(lines) if line.startswith("| ") and i + 1 not in align]
+        if name in LINKED:
+            for line in rows:
+                cells_ = [c for c in line.strip("|").split(" | ")]
+                assert all("](../audit/index.html#cell=" in c for c in cells_), (name, line)
+        elif name in ("table28_pair_review_examples", "table34_case_study"):
+            assert "](../audit/items/" in text
+            for target in re.findall(r"\]\(\.\./audit/items/([^)]+)\)", text):
+                assert (work / "results/audit/items" / unquote(target)).is_file(), target
+        elif "*Empty:" not in text:
+            assert "Its cells list no items: " + spec.not_items.rstrip(".") in text, name
+
+
+def test_a_cell_link_opens_the_list_of_its_rows_in_chromium(sim_run, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium
+
+    work, _ = sim_run
+    driver = chromium(tmp_path)
+    try:
+        driver.get((work / "results/report/report.html").as_uri())
+        links = [(a.text.strip(), a.get_attribute("href"))
+                 for a in driver.find_elements(By.CSS_SELECTOR, "a[href*='#cell=table31_'], a[href*='#cell=table35_']")]
+        numbers = [(text, href) for text, href in links if "/row/" not in href]
+        # Table 31: 3 runs x (rows, 2 shares x k and n); Table 35: 3 runs and the pooled row x 2 shares x k and n
+        assert len(numbers) == 3 * 5 + 4 * 4, len(numbers)
+        for text, href in numbers:
+            driver.get(href)
+            driver.refresh()
+            assert _wait(lambda: driver.find_element(By.ID, "count").text.split(" ")[0] == text), (href, text)
+            shown = driver.find_elements(By.CSS_SELECTOR, "tr.member")
+            assert len(shown) == min(int(text), 100)
+        first = shown[0].find_element(By.TAG_NAME, "a")
+        first.click()
+        assert _wait(lambda: "/items/" in driver.current_url and driver.find_elements(By.TAG_NAME, "h2"))
+    finally:
+        driver.quit()
+
+
+def _wait(check, tries=60):
+    import time
+
+    for _ in range(tries):
+        try:
+            if check():
+                return True
+        except Exception:  # the page is still loading
+            pass
+        time.sleep(0.05)
+    return check()
