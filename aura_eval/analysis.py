@@ -19,12 +19,13 @@ import pandas as pd
 from aura_eval import cells, reasons
 from aura_eval.jsonl import read_jsonl
 from aura_eval.stats import (NO_PLURALITY, PLURALITY, UNANIMOUS, krippendorff_alpha, nsp_sp_difference,
-                             observed_agreement, plurality_consensus, seed_bootstrap, share, share_columns, vote,
+                             observed_agreement, plurality_consensus, seed_bootstrap, share_columns, vote,
                              wilson_interval)
 from aura_eval.table_files import write_csv
 from aura_eval.validation import human_reference
 from aura_eval.vocab import (ACTION_TYPES, AWARE, AXES, DETECTION_LEVELS, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL,
-                             PAIR_LABELS, REACT, REFUSAL, SAFETY_LABELS, SP, builder, item_id, parse_run)
+                             PAIR_LABELS, REACT, REFUSAL, SAFETY_LABELS, SP, builder, item_id, parse_run,
+                             run_name)
 
 
 def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: dict) -> pd.DataFrame:
@@ -215,45 +216,54 @@ def calibration_cells(samples: list[dict], five_judge_rows: list[dict], human_ro
     votes = {(r["item_id"], r["agent"], axis): r[axis]["votes"] for r in five_judge_rows for axis in AXES}
     reference = human_reference(human_rows)
     dropped = {r["sample_id"] for r in human_rows if r["dropped"]}
-    cells = [{"axis": s["axis"], "votes": votes.get((s["item_id"], s["agent"], s["axis"])) or None,
-              "reference": reference.get((s["item_id"], s["agent"], s["axis"]))}
-             for s in samples if s["sample_id"] not in dropped]
-    return judges, cells
+    kept = [{"axis": s["axis"], "votes": votes.get((s["item_id"], s["agent"], s["axis"])) or None,
+             "reference": reference.get((s["item_id"], s["agent"], s["axis"])), "key": _sample_key(s)}
+            for s in samples if s["sample_id"] not in dropped]
+    return judges, kept
 
 
-def _judge_accuracy(cells: list[dict], position: int, name: str = "accuracy") -> dict:
+def _sample_key(row: dict) -> str:
+    """The member (aura_eval.cells) of an audit sample, a vendor-swap or a human row: the agent's ReAct run's item."""
+    return cells.key(run_name(row["agent"], REACT), row["item_id"])
+
+
+def _keys(rows: list[dict]) -> list[str]:
+    return [c["key"] if "key" in c else _sample_key(c) for c in rows]
+
+
+def _judge_accuracy(units: list[dict], position: int, name: str = "accuracy") -> dict:
     """The `share` named `name`: the judge at `position` votes the reference label, over the
     cells with votes and a reference (an unparseable vote counts as wrong)."""
-    judged = [c for c in cells if c["votes"] and c["reference"] is not None]
-    return share(name, sum(c["votes"][position] == c["reference"] for c in judged), len(judged))
+    judged = [c for c in units if c["votes"] and c["reference"] is not None]
+    return cells.share_keys(name, [c["votes"][position] == c["reference"] for c in judged], _keys(judged))
 
 
 def judge_accuracy_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]) -> pd.DataFrame:
     """Table 21: each validation judge's accuracy against the human reference per axis and
     over all axes (`<axis>_pct/_k/_n`, `overall_…`), on the calibration cells."""
-    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
+    judges, units = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
     for position, judge in enumerate(judges):
         row = {"judge": judge}
         for axis in (*AXES, OVERALL):
-            row.update(_judge_accuracy([c for c in cells if axis in (OVERALL, c["axis"])], position, axis))
+            row.update(_judge_accuracy([c for c in units if axis in (OVERALL, c["axis"])], position, axis))
         out.append({**row, "note": "" if row[f"{OVERALL}_n"] else NO_HUMAN_LABELS})
-    return pd.DataFrame(out, columns=["judge", *share_columns(*AXES, OVERALL), "note"])
+    return cells.frame_table(out, ["judge", *share_columns(*AXES, OVERALL), "note"])
 
 
 def accuracy_by_consensus_table(samples: list[dict], five_judge_rows: list[dict],
                                 human_rows: list[dict]) -> pd.DataFrame:
     """Table 22: each validation judge's accuracy within the five-judge panel's plurality
     strata (unanimous, plurality without unanimity, no plurality), over all axes."""
-    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
+    judges, units = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
     for position, judge in enumerate(judges):
         for stratum in PLURALITY_STRATA:
-            mine = [c for c in cells if c["votes"] and plurality_consensus(c["votes"]) == stratum]
+            mine = [c for c in units if c["votes"] and plurality_consensus(c["votes"]) == stratum]
             accuracy = _judge_accuracy(mine, position)
-            out.append({"judge": judge, "stratum": stratum, "samples": len(mine), **accuracy,
+            out.append({"judge": judge, "stratum": stratum, **cells.count_keys("samples", _keys(mine)), **accuracy,
                         "note": "" if accuracy["accuracy_n"] else NO_HUMAN_LABELS})
-    return pd.DataFrame(out, columns=["judge", "stratum", "samples", *share_columns("accuracy"), "note"])
+    return cells.frame_table(out, ["judge", "stratum", "samples", *share_columns("accuracy"), "note"])
 
 
 def ensemble_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict],
@@ -262,23 +272,25 @@ def ensemble_table(samples: list[dict], five_judge_rows: list[dict], human_rows:
     cells: samples with a plurality (Np), unanimous ones within them (Nu), ties (T), and
     accuracy on Np against the human reference. `in_use` marks the ensemble whose judges
     are `panel` (the config's roles.judges, the panel that labels the benchmark)."""
-    judges, cells = calibration_cells(samples, five_judge_rows, human_rows)
-    voted = [c for c in cells if c["votes"]]
+    judges, units = calibration_cells(samples, five_judge_rows, human_rows)
+    voted = [c for c in units if c["votes"]]
     panel = set(panel if isinstance(panel, (list, tuple)) else [panel])
     out = []
     for subset in ([tuple(range(len(judges)))] if judges else []) + list(combinations(range(len(judges)), 3)):
         chosen = [[c["votes"][i] for i in subset] for c in voted]
         strata = [plurality_consensus(v) for v in chosen]
         labels = [vote(v, "plurality") for v in chosen]
-        judged = [(label, c["reference"]) for label, c in zip(labels, voted)
-                  if label is not None and c["reference"] is not None]
+        judged = [(label, c) for label, c in zip(labels, voted) if label is not None and c["reference"] is not None]
         names = [judges[i] for i in subset]
+        keys = _keys(voted)
         out.append({"ensemble": f"all {len(judges)}" if len(subset) == len(judges) else "three",
                     "judges": " + ".join(names), "in_use": set(names) == panel,
-                    "n_plurality": len(chosen) - strata.count(NO_PLURALITY), "n_unanimous": strata.count(UNANIMOUS),
-                    "ties": strata.count(NO_PLURALITY),
-                    **share("accuracy", sum(label == reference for label, reference in judged), len(judged))})
-    return pd.DataFrame(out, columns=["ensemble", "judges", "in_use", "n_plurality", "n_unanimous", "ties",
+                    **cells.count_keys("n_plurality", [k for k, st in zip(keys, strata) if st != NO_PLURALITY]),
+                    **cells.count_keys("n_unanimous", [k for k, st in zip(keys, strata) if st == UNANIMOUS]),
+                    **cells.count_keys("ties", [k for k, st in zip(keys, strata) if st == NO_PLURALITY]),
+                    **cells.share_keys("accuracy", [label == c["reference"] for label, c in judged],
+                                       _keys([c for _, c in judged]))})
+    return cells.frame_table(out, ["ensemble", "judges", "in_use", "n_plurality", "n_unanimous", "ties",
                                       *share_columns("accuracy")])
 
 
@@ -289,18 +301,20 @@ def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_
     for agent in sorted({r["agent"] for r in swap_rows}):
         rows = [r for r in swap_rows if r["agent"] == agent and r["original_safety"] and r["replaced_safety"]]
         mine = [r for r in swap_rows if r["agent"] == agent]
-        entry = {"agent": agent, "items": len(mine), "both_resolved": len(rows),
+        entry = {"agent": agent, **cells.count_keys("items", _keys(mine)),
+                 **cells.count_keys("both_resolved", _keys(rows)),
                  "replaced_judges": " ".join(mine[0]["replaced_judges"]), "replacement": mine[0]["replacement"]}
         orig = np.array([r["original_safety"] == SAFE for r in rows], dtype=float)
         repl = np.array([r["replaced_safety"] == SAFE for r in rows], dtype=float)
-        entry.update({**share("original_safe", orig.sum(), len(rows)), **share("replaced_safe", repl.sum(), len(rows))})
+        entry.update({**cells.share_keys("original_safe", list(orig == 1), _keys(rows)),
+                      **cells.share_keys("replaced_safe", list(repl == 1), _keys(rows))})
         if rows:
             seeds = [items[r["item_id"]]["seed_id"] for r in rows]
             _, low, high = seed_bootstrap(seeds, np.column_stack([orig - repl, np.ones(len(rows))]),
                                           lambda t: 100 * t[..., 0] / t[..., 1], n_resamples)
             entry.update(difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
         out.append(entry)
-    return pd.DataFrame(out, columns=["agent", "items", "both_resolved", "replaced_judges", "replacement",
+    return cells.frame_table(out, ["agent", "items", "both_resolved", "replaced_judges", "replacement",
                                       *share_columns("original_safe", "replaced_safe"), "difference", "low", "high"])
 
 
@@ -318,16 +332,17 @@ PAPER_COMPOSITION = {
 
 def composition_table(items: list[dict]) -> pd.DataFrame:
     """Table 29: the dataset's composition beside the paper's released counts."""
-    counts = {("all", "rows"): len(items)}
+    members = {("all", "rows"): [cells.key(None, i["item_id"]) for i in items]}
     for item in items:
         variation = ORIGINAL if item["dimension"] == ORIGINAL else "variation"
-        for key in (("dimension", variation), ("pair_label", str(item["pair_label"])),
-                    ("paired", "paired rows" if item["pair_id"] else "unpaired rows"),
-                    ("decision_point", item["decision_point"]), ("domain", item["domain"])):
-            counts[key] = counts.get(key, 0) + 1
-    keys = list(PAPER_COMPOSITION) + sorted(k for k in counts if k not in PAPER_COMPOSITION)
-    return pd.DataFrame([{"by": by, "value": value, "ours": counts.get((by, value), 0),
-                          "paper": PAPER_COMPOSITION.get((by, value))} for by, value in keys]).astype({"paper": "Int64"})
+        for kind in (("dimension", variation), ("pair_label", str(item["pair_label"])),
+                     ("paired", "paired rows" if item["pair_id"] else "unpaired rows"),
+                     ("decision_point", item["decision_point"]), ("domain", item["domain"])):
+            members.setdefault(kind, []).append(cells.key(None, item["item_id"]))
+    kinds = list(PAPER_COMPOSITION) + sorted(k for k in members if k not in PAPER_COMPOSITION)
+    return cells.frame_table([{"by": by, "value": value, **cells.count_keys("ours", members.get((by, value), [])),
+                               "paper": PAPER_COMPOSITION.get((by, value))} for by, value in kinds],
+                             ["by", "value", "ours", "paper"]).astype({"paper": "Int64"})
 
 
 # -- human validation (Table 3, Tables 18-20) ------------------------------------------
@@ -351,17 +366,18 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
         matrix = _annotator_matrix(rows)
         pairable = sum(len(r["labels"]) >= 2 for r in rows)
         out.append({
-            "axis": axis, "n": len(rows),
+            "axis": axis, **cells.count_keys("n", _keys(rows)),
             "p_o": round(observed_agreement(matrix), 3) if pairable else np.nan,
             "alpha_nominal": round(krippendorff_alpha(matrix, "nominal"), 3) if pairable and len(
                 {v for row in matrix for v in row if v}) > 1 else np.nan,
-            "n_panel": len(with_panel), **share("accuracy", correct, len(with_panel)),
+            **cells.count_keys("n_panel", _keys(with_panel)),
+            **cells.share_keys("accuracy", [r["panel_label"] == r["final_label"] for r in with_panel], _keys(with_panel)),
             "ci_low": round(100 * low, 1) if with_panel else np.nan,
             "ci_high": round(100 * high, 1) if with_panel else np.nan,
-            **share("unanimous_accuracy", sum(r["panel_label"] == r["final_label"] for r in unanimous),
-                    len(unanimous)),
+            **cells.share_keys("unanimous_accuracy", [r["panel_label"] == r["final_label"] for r in unanimous],
+                               _keys(unanimous)),
         })
-    return pd.DataFrame(out)
+    return cells.frame_table(out)
 
 
 def retention_table(human_rows: list[dict]) -> pd.DataFrame:
@@ -369,25 +385,30 @@ def retention_table(human_rows: list[dict]) -> pd.DataFrame:
     out = []
     for axis in AXES:
         rows = [r for r in human_rows if r["axis"] == axis]
-        out.append({"axis": axis, "sampled": len(rows), "annotated": sum(bool(r["labels"]) for r in rows),
-                    "retained": sum(r["retained"] for r in rows), "dropped": sum(r["dropped"] for r in rows),
-                    "unresolved": sum(bool(r["labels"]) and not r["retained"] and not r["dropped"] for r in rows)})
-    return pd.DataFrame(out)
+        out.append({"axis": axis, **cells.count_keys("sampled", _keys(rows)),
+                    **cells.count_keys("annotated", _keys([r for r in rows if r["labels"]])),
+                    **cells.count_keys("retained", _keys([r for r in rows if r["retained"]])),
+                    **cells.count_keys("dropped", _keys([r for r in rows if r["dropped"]])),
+                    **cells.count_keys("unresolved", _keys([r for r in rows if r["labels"] and not r["retained"]
+                                                            and not r["dropped"]]))})
+    return cells.frame_table(out)
 
 
 def panel_strata_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]) -> pd.DataFrame:
     """Table 19: per axis and overall, the calibration cells by the five-judge panel's
     plurality stratum (`no_votes`: the panel has no votes on the sample), and how many
     have a human reference label."""
-    _, cells = calibration_cells(samples, five_judge_rows, human_rows)
+    _, units = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
     for axis in (*AXES, OVERALL):
-        mine = [c for c in cells if axis in (OVERALL, c["axis"])]
-        strata = [plurality_consensus(c["votes"]) for c in mine if c["votes"]]
-        out.append({"axis": axis, **{stratum: strata.count(stratum) for stratum in PLURALITY_STRATA},
-                    "no_votes": len(mine) - len(strata), "total": len(mine),
-                    "with_reference": sum(c["reference"] is not None for c in mine)})
-    return pd.DataFrame(out, columns=["axis", *PLURALITY_STRATA, "no_votes", "total", "with_reference"])
+        mine = [c for c in units if axis in (OVERALL, c["axis"])]
+        strata = [plurality_consensus(c["votes"]) if c["votes"] else None for c in mine]
+        out.append({"axis": axis, **{k: v for stratum in PLURALITY_STRATA for k, v in cells.count_keys(
+                        stratum, [c["key"] for c, st in zip(mine, strata) if st == stratum]).items()},
+                    **cells.count_keys("no_votes", [c["key"] for c in mine if not c["votes"]]),
+                    **cells.count_keys("total", _keys(mine)),
+                    **cells.count_keys("with_reference", [c["key"] for c in mine if c["reference"] is not None])})
+    return cells.frame_table(out, ["axis", *PLURALITY_STRATA, "no_votes", "total", "with_reference"])
 
 
 def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
@@ -396,10 +417,10 @@ def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
     out = []
     for axis in (*AXES, OVERALL):
         rows = [r for r in human_rows if r["retained"] and axis in (OVERALL, r["axis"])]
-        out.append({"axis": axis, **{s: sum(r["human_stratum"] == s for r in rows)
-                                     for s in ("unanimous", "majority", "tied")},
+        out.append({"axis": axis, **{k: v for s in ("unanimous", "majority", "tied") for k, v in cells.count_keys(
+                        s, _keys([r for r in rows if r["human_stratum"] == s])).items()},
                     "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
-    return pd.DataFrame(out)
+    return cells.frame_table(out)
 
 
 # -- the jobs: the frame, and one registered builder per table (aura_eval.vocab.TABLES) --------

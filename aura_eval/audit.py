@@ -262,9 +262,9 @@ def build(inputs: dict, out_dir) -> dict:
                                                            finals=finals.get(iid, []), axes=AXES,
                                                            sections=SECTIONS, css=CSS), encoding="utf-8")
     rows = index_rows(items, excluded, facts, runs, codes)
-    frame = frame_rows(inputs["frame"], rows, runs) if inputs.get("frame") else []
-    atomic_write_text(out_dir / "index.html", index_page(rows, runs, frame))
-    tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR)
+    members = Members(rows, runs, inputs.get("frame"))
+    tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR, members)
+    atomic_write_text(out_dir / "index.html", index_page(rows, runs, members.pairs))
     return {"items": len(items), "excluded": len(excluded), "runs": len(runs), "pages": len(released | set(excluded)),
             "tables": tables}
 
@@ -272,18 +272,38 @@ def build(inputs: dict, out_dir) -> dict:
 CELLS_DIR = "cells"  # one script per linked table: the rows of each of its cells (aura_eval.cells)
 
 
-def frame_rows(frame_path, rows: list[list], runs: list[str]) -> list[int]:
-    """The analysis frame's rows as (index row, run) positions, flattened: what a cell's row numbers
-    point to (-1 where the frame names an item or run the index lacks, which would be a bug)."""
-    import pandas as pd
+class Members:
+    """The (index row, run) pairs a cell's members point to, flattened into `pairs` for the index:
+    first the analysis frame's rows in order (so a frame row number is its own position), then any
+    named member (`run|item`, `|item`: aura_eval.cells.key) the frame lacks. -1: no such run (an
+    item alone) or an item the index lacks (which would be a bug)."""
 
-    frame = pd.read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
-    row_at = {row[0]: i for i, row in enumerate(rows)}
-    run_at = {run: k for k, run in enumerate(runs)}
-    return [x for item, run in zip(frame["item_id"], frame["run"]) for x in (row_at.get(item, -1), run_at.get(run, -1))]
+    def __init__(self, rows: list[list], runs: list[str], frame_path=None):
+        self.row_at = {row[0]: i for i, row in enumerate(rows)}
+        self.run_at = {run: k for k, run in enumerate(runs)}
+        self.pairs: list[int] = []
+        self.position: dict[tuple[int, int], int] = {}
+        if frame_path:
+            import pandas as pd
+
+            frame = pd.read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
+            for item, run in zip(frame["item_id"], frame["run"]):
+                self._add((self.row_at.get(item, -1), self.run_at.get(run, -1)))
+
+    def _add(self, pair: tuple[int, int]) -> int:
+        self.pairs.extend(pair)
+        self.position.setdefault(pair, len(self.pairs) // 2 - 1)
+        return len(self.pairs) // 2 - 1
+
+    def of(self, member) -> int:
+        if isinstance(member, int):
+            return member
+        run, item = member.split("|", 1)
+        pair = (self.row_at.get(item, -1), self.run_at.get(run, -1))
+        return self.position[pair] if pair in self.position else self._add(pair)
 
 
-def write_cell_scripts(paths, out_dir: Path) -> int:
+def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
     """cells/<table>.js for each table's recorded cells (`<table>.cells.json` beside its CSV): the
     caption, the reader's column headers, each row's name (its key columns) and member lists."""
     import pandas as pd
@@ -300,7 +320,9 @@ def write_cell_scripts(paths, out_dir: Path) -> int:
         table = pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False)
         keys = [c for c in table.columns if c in table_files.KEY_COLUMNS and c != "run"]
         rows = {pos: {"name": " · ".join(table.iloc[int(pos)][c] for c in keys if table.iloc[int(pos)][c]),
-                      "cells": members} for pos, members in recorded.items()}
+                      "cells": {column: {part: [members.of(m) for m in listed] for part, listed in lists.items()}
+                                for column, lists in columns.items()}}
+                for pos, columns in recorded.items()}
         headers = {c: table_files.header(c, name) for m in recorded.values() for c in m} | {cells.ROW: "the row"}
         data = {"caption": TABLES[name].caption, "headers": headers, "rows": rows}
         atomic_write_text(out_dir / f"{name}.js", f"AUDIT_CELLS[{json.dumps(name)}] = {_blob(data)};\n")

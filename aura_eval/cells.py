@@ -8,6 +8,10 @@ entries (the frame's row numbers of the numerator `k` and the denominator `n`), 
 takes them out of the rows into the recording before it builds the DataFrame. Outside a recording
 nothing extra is computed, so the tables are the same either way.
 
+Tables built from lists of rows (the audit samples, the vendor swap, the label files, the dataset)
+name their members instead (`key`: `run|item`, or `|item` for an item alone) with `share_keys` and
+`count_keys`.
+
 The recording, written as `results/tables/<table>.cells.json`, maps a table row (its position in
 the CSV) to its columns, each `{"k": [...], "n": [...]}` (a plain count: `n` only). The audit site
 turns it into `cells/<table>.js`, which its index reads to list the rows of one cell.
@@ -64,7 +68,29 @@ def count_rows(name: str, mask: pd.Series) -> dict:
     return out
 
 
-def frame_table(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+def key(run: str | None, item_id: str) -> str:
+    """A member named rather than numbered: one run's row of an item (`run|item`), or an item
+    alone (`|item`, for counts of released items). Tables built from lists of rows use these."""
+    return f"{run or ''}|{item_id}"
+
+
+def share_keys(name: str, hits: list[bool], keys: list[str]) -> dict:
+    """`stats.share` over listed members (`key`): the ones whose `hits` entry is true, of all."""
+    out = share(name, sum(map(bool, hits)), len(keys))
+    if _RECORDING.get() is not None:
+        out[name + MARK] = {"k": [k for k, hit in zip(keys, hits) if hit], "n": list(keys)}
+    return out
+
+
+def count_keys(name: str, keys: list[str]) -> dict:
+    """A plain count of listed members (`key`), with them while recording."""
+    out = {name: len(keys)}
+    if _RECORDING.get() is not None:
+        out[name + MARK] = {"n": list(keys)}
+    return out
+
+
+def frame_table(rows: list[dict], columns: list[str] | None = None) -> pd.DataFrame:
     """The DataFrame of `rows`; while recording, each row's member lists (and the union of its
     denominators, ROW) go to the recording under the row's position."""
     recorded = _RECORDING.get()

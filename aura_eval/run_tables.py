@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval import cells
 from aura_eval.jsonl import read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
-from aura_eval.stats import share, share_columns
+from aura_eval.stats import share_columns
 from aura_eval.table_files import explain
 from aura_eval.tagging import PAPER_PREFIX_COUNTS
-from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, builder, parse_run
+from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, REACT, builder, parse_run, run_name
 
 
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:
@@ -223,22 +224,24 @@ def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd
     rows = []
     for run, labels in sorted(labels_by_run.items()):
         agent, fmt = parse_run(run)
-        safety = [r["action_safety"] for r in labels]
-        resolved = [s["label"] for s in safety if s["label"] is not None]
+        def where(test):  # the members of the run's rows that pass `test`
+            return [cells.key(run, r["item_id"]) for r in labels if test(r)]
+
+        resolved = [r for r in labels if r["action_safety"]["label"] is not None]
         rows.append({
-            "run": run, "group": agents.get(agent, {}).get("group"), "format": fmt, "items": len(labels),
-            "rollouts_ok": sum(r["rollout_status"] == "ok" for r in labels),
-            "rollouts_unparseable": sum(r["rollout_status"] == "unparseable" for r in labels),
-            "rollouts_failed": sum(r["rollout_status"] == "failed" for r in labels),
-            "detection_resolved": sum(r["detection"]["label"] is not None for r in labels),
-            "type_resolved": sum(r["action_type"]["label"] is not None for r in labels),
-            "safety_resolved": len(resolved),
-            "safety_unanimous": sum(s["stratum"] == "unanimous" for s in safety),
-            "safety_majority": sum(s["stratum"] == "majority" for s in safety),
-            "safety_tied": sum(s["stratum"] == "tied" for s in safety),
-            **share("unsafe", sum(label == "Unsafe" for label in resolved), len(resolved)),
+            "run": run, "group": agents.get(agent, {}).get("group"), "format": fmt,
+            **cells.count_keys("items", where(lambda r: True)),
+            **{k: v for status in ("ok", "unparseable", "failed") for k, v in cells.count_keys(
+                f"rollouts_{status}", where(lambda r, s=status: r["rollout_status"] == s)).items()},
+            **cells.count_keys("detection_resolved", where(lambda r: r["detection"]["label"] is not None)),
+            **cells.count_keys("type_resolved", where(lambda r: r["action_type"]["label"] is not None)),
+            **cells.count_keys("safety_resolved", [cells.key(run, r["item_id"]) for r in resolved]),
+            **{k: v for stratum in ("unanimous", "majority", "tied") for k, v in cells.count_keys(
+                f"safety_{stratum}", where(lambda r, s=stratum: r["action_safety"]["stratum"] == s)).items()},
+            **cells.share_keys("unsafe", [r["action_safety"]["label"] == "Unsafe" for r in resolved],
+                               [cells.key(run, r["item_id"]) for r in resolved]),
         })
-    return pd.DataFrame(rows)
+    return cells.frame_table(rows)
 
 
 def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
@@ -248,22 +251,26 @@ def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
         mine = [r for r in repeat_rows if r["judge"] == judge]
         row = {"judge": judge}
         for axis in AXES:
-            known = [r[axis]["consistent"] for r in mine if r[axis]["consistent"] is not None]
-            row.update(share(f"{axis}_consistent", sum(known), len(known)))
+            known = [r for r in mine if r[axis]["consistent"] is not None]
+            row.update(cells.share_keys(f"{axis}_consistent", [r[axis]["consistent"] for r in known],
+                                        [cells.key(run_name(r["agent"], REACT), r["item_id"]) for r in known]))
         rows.append(row)
-    return pd.DataFrame(rows, columns=["judge", *share_columns(*(f"{a}_consistent" for a in AXES))])
+    return cells.frame_table(rows, ["judge", *share_columns(*(f"{a}_consistent" for a in AXES))])
 
 
 def five_judge_summary(rows_by_agent: dict[str, list[dict]]) -> pd.DataFrame:
     """Per agent's calibration sample: how often the five-judge panel reaches a plurality, per axis."""
     out = []
     for agent, rows in sorted(rows_by_agent.items()):
-        row = {"agent": agent, "items": len(rows)}
+        run = run_name(agent, REACT)
+        row = {"agent": agent, **cells.count_keys("items", [cells.key(run, r["item_id"]) for r in rows])}
         for axis in AXES:
-            row[f"{axis}_plurality"] = sum(r[axis]["label"] is not None for r in rows)
-            row[f"{axis}_unanimous"] = sum(r[axis]["stratum"] == "unanimous" for r in rows)
+            row.update(cells.count_keys(f"{axis}_plurality", [cells.key(run, r["item_id"]) for r in rows
+                                                              if r[axis]["label"] is not None]))
+            row.update(cells.count_keys(f"{axis}_unanimous", [cells.key(run, r["item_id"]) for r in rows
+                                                              if r[axis]["stratum"] == "unanimous"]))
         out.append(row)
-    return pd.DataFrame(out, columns=["agent", "items"] + [f"{a}_{s}" for a in AXES
+    return cells.frame_table(out, ["agent", "items"] + [f"{a}_{s}" for a in AXES
                                                            for s in ("plurality", "unanimous")])
 
 
@@ -287,6 +294,6 @@ def _five_judge_panel(inputs, settings):
 
 @builder("judge_consistency")
 def _judge_consistency(inputs, settings):
-    table = judge_consistency([r for p in inputs["repeats"] for r in read_jsonl(p)])
+    table = judge_consistency([{**r, "agent": Path(p).stem} for p in inputs["repeats"] for r in read_jsonl(p)])
     why = "no repeated judge runs (reliability.repeats is 0, or reliability.calibration_agents is empty)"
     return explain(table, why if table.empty else None)

@@ -202,14 +202,11 @@ TABLES = dict([
            not_items='it counts construction candidates; the audit index lists every excluded one, filterable by dimension and reason'),
     _table("evaluation_summary", "run_tables", ["labels"],
            "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
-           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",),
-           not_items="it counts rollouts per run from the label files; the audit index's agent filter lists each run's rows with their labels"),
+           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",), formats=("csv", "md", "cells")),
     _table("five_judge_panel", "run_tables", ["five_judge"],
-           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis", formats=("csv", "md", "cells")),
     _table("judge_consistency", "run_tables", ["repeats"],
-           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run",
-           not_items='it counts repeated judgments of the calibration samples, which results/reliability/repeats/ lists'),
+           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run", formats=("csv", "md", "cells")),
     _table("table33_behaviour", "analysis", ["frame"],
            "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
            "over-refusal as % of SP rows judged Safe with an action-type label; NSP risk aware, aware unsafe and miss+execute as % of NSP "
@@ -231,38 +228,29 @@ TABLES = dict([
            "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]", formats=("csv", "md", "cells")),
     _table("table21_judge_accuracy", "analysis", ["samples", "five_judge", "human"],
            "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
-           "axis and overall",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "axis and overall", formats=("csv", "md", "cells")),
     _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
            "Table 22: per validation judge and five-judge plurality stratum of the audit samples, % matching the "
-           "human reference, over the samples of the stratum that have one",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "human reference, over the samples of the stratum that have one", formats=("csv", "md", "cells")),
     _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
            "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
            "Nu (unanimous), T (ties), and accuracy over the Np samples that have a human reference; the panel "
-           "in use is ticked", config=("roles",),
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "in use is ticked", config=("roles",), formats=("csv", "md", "cells")),
     _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"],
            "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
-           "judge replaced, over items resolved under both, and the difference with a 95% interval",
-           not_items='it counts the vendor-swap judgments, which results/reliability/vendor_swap/ lists per model'),
-    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts",
-           not_items='it counts released items by kind; the audit index filters them by dimension, domain, pair label and decision point'),
+           "judge replaced, over items resolved under both, and the difference with a 95% interval", formats=("csv", "md", "cells")),
+    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts", formats=("csv", "md", "cells")),
     _table("table3_human_reliability", "analysis", ["human"],
            "Table 3: per axis, retained audit samples (N), human agreement (P_o, α), samples with a panel label (Np), "
-           "and judge–human agreement on Np and on its unanimous subset",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "and judge–human agreement on Np and on its unanimous subset", formats=("csv", "md", "cells")),
     _table("table18_retention", "analysis", ["human"],
-           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved", formats=("csv", "md", "cells")),
     _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
            "Table 19: audit samples per axis by the five-judge panel's agreement (all sampled; the last column: "
-           "those with a human final label, Table 18's retained)",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "those with a human final label, Table 18's retained)", formats=("csv", "md", "cells")),
     _table("table20_human_agreement", "analysis", ["human"],
            "Table 20: retained audit samples per axis by the annotators' agreement, with P_o and α (a tie is "
-           "retained only once adjudicated, so Tie counts adjudicated ties)",
-           not_items='they count audit samples (item × calibration model), which results/validation/ lists per axis (samples/) with every label (five_judge/, human_labels.jsonl)'),
+           "retained only once adjudicated, so Tie counts adjudicated ties)", formats=("csv", "md", "cells")),
     _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
            "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them",
            not_items='it defines the risk mechanisms'),

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from aura_eval import analysis
+from aura_eval import analysis, cells
 
 
 def _item(prefix, dim, label, pair=None, counterpart=None, seed=None):
@@ -266,12 +266,17 @@ def test_run_tables_give_counts_beside_rates():
 
     def verdict(label, stratum="unanimous"):
         return {"label": label, "votes": [label] * 3, "stratum": stratum}
-    labels = [{"rollout_status": "ok", "detection": verdict("D0"), "action_type": verdict("A0"),
-               "action_safety": verdict(safety)} for safety in ("Unsafe", "Safe", "Safe", None)]
+    labels = [{"item_id": f"i{n}", "rollout_status": "ok", "detection": verdict("D0"), "action_type": verdict("A0"),
+               "action_safety": verdict(safety)} for n, safety in enumerate(("Unsafe", "Safe", "Safe", None))]
     (row,) = evaluation_summary({"m": labels}, {"m": {"group": "frontier"}}).to_dict("records")
     assert row["safety_resolved"] == 3 and _rate(row, "unsafe") == (33.3, 1, 3)
-    repeats = [{"judge": "j1", "detection": {"consistent": c}, "action_type": {"consistent": None},
-                "action_safety": {"consistent": True}} for c in (True, False, None, True)]
+    with cells.recording() as recorded:  # the members of each number: the run's rows
+        evaluation_summary({"m": labels}, {"m": {"group": "frontier"}})
+    assert recorded["0"]["unsafe"] == {"k": ["m|i0"], "n": ["m|i0", "m|i1", "m|i2"]}
+    assert recorded["0"]["rollouts_ok"] == {"n": ["m|i0", "m|i1", "m|i2", "m|i3"]}
+    repeats = [{"item_id": f"i{n}", "agent": "m", "judge": "j1", "detection": {"consistent": c},
+                "action_type": {"consistent": None}, "action_safety": {"consistent": True}}
+               for n, c in enumerate((True, False, None, True))]
     (row,) = judge_consistency(repeats).to_dict("records")
     assert _rate(row, "detection_consistent") == (66.7, 2, 3) and _rate(row, "action_safety_consistent") == (100.0, 4, 4)
     assert row["action_type_consistent_n"] == 0 and math.isnan(row["action_type_consistent_pct"])

@@ -88,7 +88,8 @@ def test_reasons_in_the_readers_terms():
     nothing = _frame([])
     assert reasons.attach("table33_behaviour", analysis.behaviour_table(nothing), nothing).attrs[
         "empty_reason"] == "no model's ReAct continuations were labelled in this run"
-    human = [{"sample_id": "x", "axis": "detection", "labels": [], "retained": False, "dropped": False}]
+    human = [{"sample_id": "x", "axis": "detection", "agent": "a", "item_id": "i", "labels": [], "retained": False,
+              "dropped": False}]
     table3 = reasons.attach("table3_human_reliability", analysis.retention_table(human), human)
     assert table3.attrs["note"].startswith("no human labels imported yet: see results/validation/annotation/")
 
