@@ -108,26 +108,37 @@ def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, s
     return _phase2_rows(phase1_rows, panel_types, results)
 
 
-def _split(results: list, asked: dict[str, list]) -> dict[str, list]:
-    """`results` of the concatenation of `asked`'s lists, back into one list per name."""
+def _batch(stage, asked: dict) -> dict:
+    """Every list of requests in `asked` sent as one batch; the results split back per key."""
+    results = stage.results([r for requests in asked.values() for r in requests])
     out, start = {}, 0
-    for name, requests in asked.items():
-        out[name], start = results[start:start + len(requests)], start + len(requests)
+    for key, requests in asked.items():
+        out[key], start = results[start:start + len(requests)], start + len(requests)
     return out
 
 
+def judge_panels(rollouts, items, members: dict[str, Endpoint], prompts, stage, samples=(0,)) -> list[dict]:
+    """Both phases for a whole panel in one job, once per sample index (the reliability runs; the
+    repeats ask several): `{member: rows}` per sample. Each phase sends every member's requests
+    of every sample in one batch, so judges on different providers overlap; the rows and the call
+    log are those of judging sample by sample, member by member (a request two members share is
+    sent once)."""
+    runs = [(name, sample) for sample in samples for name in members]
+    asked = {(name, k): _phase1_requests(rollouts, items, members[name], prompts, k) for name, k in runs}
+    answers = _batch(stage, asked)
+    phase1 = {(name, k): _phase1_rows(rollouts, answers[(name, k)], name, k) for name, k in runs}
+    types = {k: panel_action_types({name: phase1[(name, k)] for name in members}) for k in samples}
+    asked = {(name, k): _phase2_requests(phase1[(name, k)], types[k], rollouts, items, members[name], prompts, k)
+             for name, k in runs}
+    answers = _batch(stage, asked)
+    return [{name: _phase2_rows(phase1[(name, k)], types[k], answers[(name, k)]) for name in members}
+            for k in samples]
+
+
 def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, stage, sample=0) -> dict:
-    """Both phases for a whole panel in one job (the reliability runs use this). Each phase sends
-    every member's requests in one batch, so judges on different providers overlap; the rows and
-    the call log are those of judging member by member (a request two members share is sent once)."""
-    asked = {name: _phase1_requests(rollouts, items, ep, prompts, sample) for name, ep in members.items()}
-    answers = _split(stage.results([r for requests in asked.values() for r in requests]), asked)
-    phase1 = {name: _phase1_rows(rollouts, answers[name], name, sample) for name in members}
-    types = panel_action_types(phase1)
-    asked = {name: _phase2_requests(phase1[name], types, rollouts, items, ep, prompts, sample)
-             for name, ep in members.items()}
-    answers = _split(stage.results([r for requests in asked.values() for r in requests]), asked)
-    return {name: _phase2_rows(phase1[name], types, answers[name]) for name in members}
+    """`judge_panels` for one sample index: `{member: rows}`."""
+    (rows,) = judge_panels(rollouts, items, members, prompts, stage, (sample,))
+    return rows
 
 
 def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rule: str = "majority") -> list[dict]:

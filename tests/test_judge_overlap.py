@@ -6,7 +6,8 @@ import json
 import time
 import zlib
 
-from aura_eval.judging import judge_detection_type, judge_panel, judge_safety, load_prompts, panel_action_types
+from aura_eval.judging import (judge_detection_type, judge_panel, judge_panels, judge_safety, load_prompts,
+                               panel_action_types)
 from aura_eval.jsonl import read_jsonl
 from aura_eval.llm import Endpoint
 from aura_eval.stage import StageRun
@@ -42,11 +43,12 @@ def _items_and_rollouts():
     return items, rollouts
 
 
-def sequential_panel(rollouts, items, members, prompts, stage):
+def sequential_panel(rollouts, items, members, prompts, stage, sample=0):
     """The panel judge by judge (how judge_panel ran before): the reference."""
-    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, stage, name) for name, ep in members.items()}
+    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, stage, name, sample)
+              for name, ep in members.items()}
     types = panel_action_types(phase1)
-    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, stage)
+    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, stage, sample)
             for name, ep in members.items()}
 
 
@@ -85,5 +87,25 @@ def test_panel_phases_overlap_across_judges_with_the_same_rows_and_call_log(stub
     assert _stable(calls) == _stable(seq_calls)
     labels = {row["action_type"]["label"] for judge_rows in rows.values() for row in judge_rows}
     assert len(labels) > 1  # the judges' answers differ, so the comparison means something
+    assert {row["action_safety"]["given_action_type"] for row in rows["j0"]} > {None}  # phase 2 saw panel types
     # Sequential: 6 batches of one latency each; overlapped: 2 (measured here: 11.7 s and 4.3 s).
     assert 6 * LATENCY_S <= seq_s and 2 * LATENCY_S <= wall_s < 0.5 * seq_s
+
+
+def test_repeated_panels_in_one_batch_per_phase_equal_panel_after_panel(stub, tmp_path):
+    """The repeats run: every sample index's panel in the same two batches."""
+    stub.state.responder = varied_answer
+    samples = (0, 1, 2)
+
+    def one_by_one(rollouts, items, members, prompts, stage):
+        return [sequential_panel(rollouts, items, members, prompts, stage, k) for k in samples]
+
+    def together(rollouts, items, members, prompts, stage):
+        return judge_panels(rollouts, items, members, prompts, stage, samples)
+
+    seq_rows, seq_calls, _, _ = _run(one_by_one, stub, tmp_path, "one_by_one")
+    sent = len(stub.state.requests)
+    rows, calls, _, _ = _run(together, stub, tmp_path, "together")
+    assert sent == len(stub.state.requests) - sent == 3 * 33 and len(calls) == 3 * 33
+    assert [r["j1"][0]["sample"] for r in rows] == [0, 1, 2]
+    assert _stable(rows) == _stable(seq_rows) and _stable(calls) == _stable(seq_calls)
