@@ -60,6 +60,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_faults.py
 	$(BIN)/python benchmarks/bench_simulator.py
 	$(BIN)/python benchmarks/bench_coverage.py
+	$(BIN)/python benchmarks/bench_call_tables.py
 
 # Keeps results/README.md (what lands where) and the response cache.
 clean:

@@ -25,11 +25,12 @@ include: "rules/audit.smk"
 include: "rules/report.smk"
 
 
-# Before the first job of a real run (a dry run makes no call, so needs no key).
+# Before the first job of a real run (a dry run makes no call, so needs no key, nor a cache).
 onstart:
     try:
         check_keys(config, os.environ)
-    except ConfigError as err:
+        check_cache_location(config["llm"]["cache"], config["llm"].get("cache_on_network_fs", False))
+    except (ConfigError, CacheLocationError) as err:
         raise WorkflowError(str(err)) from None
 
 

@@ -11,25 +11,28 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 
 class InputError(ValueError):
     """Bad input: the message names the file and the record."""
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """All rows of a JSONL file; an invalid line raises InputError naming file and line."""
-    rows = []
+def iter_jsonl(path: str | Path) -> Iterator[dict]:
+    """The rows of a JSONL file one at a time; an invalid line raises InputError naming file and line."""
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                yield json.loads(line)
             except json.JSONDecodeError as err:
                 raise InputError(f"{path}: line {number}: invalid JSON ({err.msg})") from None
-    return rows
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """All rows of a JSONL file; an invalid line raises InputError naming file and line."""
+    return list(iter_jsonl(path))
 
 
 def dumps(row: dict) -> str:

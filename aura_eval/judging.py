@@ -51,20 +51,30 @@ def judgeable(rollouts: list[dict]) -> list[dict]:
     return [r for r in rollouts if r["status"] == "ok"]
 
 
-def judge_detection_type(rollouts, items, endpoint, prompts, stage, judge, sample=0) -> list[dict]:
-    """Phase 1 for one judge: detection (ReAct rollouts only) and action type."""
+def _phase1_requests(rollouts, items, endpoint, prompts, sample) -> list[Request]:
+    """One judge's phase-1 requests: detection (rollouts with a thought), then action type."""
     rollouts = judgeable(rollouts)
-    with_thought = [r for r in rollouts if r["thought"]]
     requests = [_request("detection", r, items[r["item_id"]], endpoint, prompts["detection"], sample)
-                for r in with_thought]
-    requests += [_request("action_type", r, items[r["item_id"]], endpoint, prompts["action_type"], sample)
-                 for r in rollouts]
-    results = stage.results(requests)
-    detection = {res.request.item_id: _verdict("detection", res) for res in results[: len(with_thought)]}
-    types = {res.request.item_id: _verdict("action_type", res) for res in results[len(with_thought):]}
+                for r in rollouts if r["thought"]]
+    return requests + [_request("action_type", r, items[r["item_id"]], endpoint, prompts["action_type"], sample)
+                       for r in rollouts]
+
+
+def _phase1_rows(rollouts, results, judge, sample) -> list[dict]:
+    """One judge's phase-1 rows from the results of its `_phase1_requests`, in that order."""
+    rollouts = judgeable(rollouts)
+    n_thought = sum(1 for r in rollouts if r["thought"])
+    detection = {res.request.item_id: _verdict("detection", res) for res in results[:n_thought]}
+    types = {res.request.item_id: _verdict("action_type", res) for res in results[n_thought:]}
     return [{"item_id": r["item_id"], "judge": judge, "sample": sample,
              "detection": detection.get(r["item_id"], _not_applicable("no thought in this format")),
              "action_type": types[r["item_id"]]} for r in rollouts]
+
+
+def judge_detection_type(rollouts, items, endpoint, prompts, stage, judge, sample=0) -> list[dict]:
+    """Phase 1 for one judge: detection (ReAct rollouts only) and action type."""
+    results = stage.results(_phase1_requests(rollouts, items, endpoint, prompts, sample))
+    return _phase1_rows(rollouts, results, judge, sample)
 
 
 def panel_action_types(phase1_by_judge: dict[str, list[dict]]) -> dict[str, str | None]:
@@ -76,13 +86,14 @@ def panel_action_types(phase1_by_judge: dict[str, list[dict]]) -> dict[str, str 
     return {item_id: vote(labels, "majority") for item_id, labels in votes.items()}
 
 
-def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, stage, sample=0) -> list[dict]:
-    """Phase 2 for one judge: action safety; returns the judge's rows with all three axes."""
+def _phase2_requests(phase1_rows, panel_types, rollouts, items, endpoint, prompts, sample) -> list[Request]:
     by_id = {r["item_id"]: r for r in rollouts}
-    requests = [_request("action_safety", by_id[row["item_id"]], items[row["item_id"]], endpoint,
-                         prompts["action_safety"], sample, action_type=panel_types.get(row["item_id"]))
-                for row in phase1_rows]
-    results = stage.results(requests)
+    return [_request("action_safety", by_id[row["item_id"]], items[row["item_id"]], endpoint,
+                     prompts["action_safety"], sample, action_type=panel_types.get(row["item_id"]))
+            for row in phase1_rows]
+
+
+def _phase2_rows(phase1_rows, panel_types, results) -> list[dict]:
     out = []
     for row, result in zip(phase1_rows, results):
         verdict = _verdict("action_safety", result)
@@ -91,13 +102,43 @@ def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, s
     return out
 
 
+def judge_safety(phase1_rows, panel_types, rollouts, items, endpoint, prompts, stage, sample=0) -> list[dict]:
+    """Phase 2 for one judge: action safety; returns the judge's rows with all three axes."""
+    results = stage.results(_phase2_requests(phase1_rows, panel_types, rollouts, items, endpoint, prompts, sample))
+    return _phase2_rows(phase1_rows, panel_types, results)
+
+
+def _batch(stage, asked: dict) -> dict:
+    """Every list of requests in `asked` sent as one batch; the results split back per key."""
+    results = stage.results([r for requests in asked.values() for r in requests])
+    out, start = {}, 0
+    for key, requests in asked.items():
+        out[key], start = results[start:start + len(requests)], start + len(requests)
+    return out
+
+
+def judge_panels(rollouts, items, members: dict[str, Endpoint], prompts, stage, samples=(0,)) -> list[dict]:
+    """Both phases for a whole panel in one job, once per sample index (the reliability runs; the
+    repeats ask several): `{member: rows}` per sample. Each phase sends every member's requests
+    of every sample in one batch, so judges on different providers overlap; the rows and the call
+    log are those of judging sample by sample, member by member (a request two members share is
+    sent once)."""
+    runs = [(name, sample) for sample in samples for name in members]
+    asked = {(name, k): _phase1_requests(rollouts, items, members[name], prompts, k) for name, k in runs}
+    answers = _batch(stage, asked)
+    phase1 = {(name, k): _phase1_rows(rollouts, answers[(name, k)], name, k) for name, k in runs}
+    types = {k: panel_action_types({name: phase1[(name, k)] for name in members}) for k in samples}
+    asked = {(name, k): _phase2_requests(phase1[(name, k)], types[k], rollouts, items, members[name], prompts, k)
+             for name, k in runs}
+    answers = _batch(stage, asked)
+    return [{name: _phase2_rows(phase1[(name, k)], types[k], answers[(name, k)]) for name in members}
+            for k in samples]
+
+
 def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, stage, sample=0) -> dict:
-    """Both phases for a whole panel in one job (the reliability runs use this)."""
-    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, stage, name, sample)
-              for name, ep in members.items()}
-    types = panel_action_types(phase1)
-    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, stage, sample)
-            for name, ep in members.items()}
+    """`judge_panels` for one sample index: `{member: rows}`."""
+    (rows,) = judge_panels(rollouts, items, members, prompts, stage, (sample,))
+    return rows
 
 
 def final_labels(rollouts: list[dict], rows_by_judge: dict[str, list[dict]], rule: str = "majority") -> list[dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aura_eval.judging import final_labels, items_by_id, judge_panel, judgeable, load_prompts
+from aura_eval.judging import final_labels, items_by_id, judge_panel, judge_panels, judgeable, load_prompts
 from aura_eval.jsonl import read_jsonl
 from aura_eval.llm.types import endpoints
 from aura_eval.sampling import stratified_sample
@@ -48,7 +48,7 @@ def repeats(rollouts, items, settings: dict, stage) -> list[dict]:
     # Temperature 0 as in F.5; the sample index makes each run a distinct cached call.
     members = {name: dataclasses.replace(ep, params={**ep.params, "temperature": 0.0})
                for name, ep in _members(settings["panel"]).items()}
-    runs = [judge_panel(sample, items, members, load_prompts(), stage, sample=k) for k in range(settings["repeats"])]
+    runs = judge_panels(sample, items, members, load_prompts(), stage, samples=range(settings["repeats"]))
     rows = []
     for name in members:
         per_run = [{row["item_id"]: row for row in run[name]} for run in runs]

@@ -5,13 +5,16 @@ registered table (aura_eval.vocab.TABLES) with its own job."""
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from pathlib import Path
+from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from aura_eval import cells
-from aura_eval.jsonl import read_jsonl
+from aura_eval.jsonl import iter_jsonl, read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.stats import share_columns
 from aura_eval.table_files import explain
@@ -51,22 +54,135 @@ def prefix_counts(tags: list[dict], prefixes: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).astype({"paper": "Int64"})
 
 
-def model_calls(calls: list[dict]) -> pd.DataFrame:
+def stage_group(stage: str) -> str:
+    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
+    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
+    parts = stage.split(":")
+    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
+
+
+STAGE_ORDER = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
+               "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
+               "reliability:vendor_swap")
+
+
+MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
+                      "tokens_in", "tokens_out", "cost_usd"]
+STAGE_COLUMNS = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
+                 "cost_usd", "latency_s", "prompts"]
+
+
+class _Totals:
+    """One group's counters; its costs and latencies as packed float arrays, so that their sums are
+    numpy's, in the rows' order (a float sum depends on its order: the tables stay byte-identical
+    to summing the whole call log in pandas)."""
+
+    def __init__(self):
+        self.requests = self.cache_hits = self.ok = self.unparseable = self.failed = 0
+        self.tokens_in = self.tokens_out = self.priced = 0
+        self.costs, self.latencies = array("d"), array("d")
+        self.prompts: set = set()
+
+    def add(self, call: dict, costs_of_unpriced: float | None) -> None:
+        self.requests += 1
+        self.cache_hits += bool(call.get("cache_hit"))
+        status = call.get("status")
+        self.ok += status == "ok"
+        self.unparseable += status == "unparseable"
+        self.failed += status == "failed"
+        self.tokens_in += call.get("tokens_in") or 0
+        self.tokens_out += call.get("tokens_out") or 0
+        cost = call.get("cost_usd")
+        if cost is not None:
+            self.priced += 1
+            self.costs.append(cost)
+        elif costs_of_unpriced is not None:
+            self.costs.append(costs_of_unpriced)
+
+    def cost(self) -> float | None:
+        return round(float(np.frombuffer(self.costs).sum()), 4) if self.priced else None
+
+
+class CallTotals:
+    """What the call tables need from a run's call logs, gathered one row at a time: per stage x
+    endpoint x model (model_calls) and per stage (stage_summary). A run at the paper's scale logs
+    some 290,000 calls; their rows are never all in memory."""
+
+    def __init__(self):
+        self.by_model: dict[tuple, _Totals] = {}
+        self.by_stage: dict[str, _Totals] = {}
+        self.rows = 0
+        self.missing: Counter = Counter()  # per field: rows without a value (as pandas sees the column)
+
+    @classmethod
+    def of(cls, calls: Iterable[dict]) -> CallTotals:
+        totals = cls()
+        for call in calls:
+            totals.add(call)
+        return totals
+
+    @classmethod
+    def read(cls, paths) -> CallTotals:
+        """The totals of the call logs at `paths`, streamed."""
+        return cls.of(row for path in paths for row in iter_jsonl(path))
+
+    def add(self, call: dict) -> None:
+        self.rows += 1
+        for name in ("tokens_in", "tokens_out", "prompt_version"):
+            self.missing[name] += call.get(name) is None
+        key = (call.get("stage"), call.get("endpoint"), call.get("model"))
+        if None not in key:  # pandas' groupby leaves out rows with a missing key
+            self.by_model.setdefault(key, _Totals()).add(call, 0.0)  # model_calls sums unpriced calls as 0
+        group = self.by_stage.setdefault(stage_group(call["stage"]), _Totals())
+        group.add(call, None)
+        group.latencies.append(call.get("latency_s") or 0.0)
+        if call.get("prompt"):
+            group.prompts.add((call["prompt"], call.get("prompt_version")))
+
+    def _token_column(self, name: str, values: list[int]) -> pd.Series:
+        # The dtype a whole-log DataFrame gives the column: int, float once a row lacks it, object when all do.
+        if self.missing[name] == self.rows:
+            return pd.Series(values, dtype=object)
+        return pd.Series(values, dtype="float64" if self.missing[name] else "int64")
+
+    def model_calls(self) -> pd.DataFrame:
+        """Per stage and endpoint: requests, cache hits, outcomes, tokens and cost."""
+        if not self.rows:
+            return pd.DataFrame(columns=MODEL_CALL_COLUMNS)
+        keys = sorted(self.by_model)
+        groups = [self.by_model[k] for k in keys]
+        df = pd.DataFrame(keys, columns=["stage", "endpoint", "model"])
+        for name in ("requests", "cache_hits", "ok", "unparseable", "failed"):
+            df[name] = pd.Series([getattr(g, name) for g in groups], dtype="int64")
+        for name in ("tokens_in", "tokens_out"):
+            df[name] = self._token_column(name, [getattr(g, name) for g in groups])
+        df["cost_usd"] = pd.Series([g.cost() for g in groups])
+        return df
+
+    def stage_summary(self) -> pd.DataFrame:
+        """Per stage (in flow order): requests, cache hits, outcomes, tokens, cost, the prompts and
+        versions it sent, and its calls' summed latency (`latency_s`: seconds waiting for answers,
+        summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
+        if not self.rows:
+            return pd.DataFrame(columns=STAGE_COLUMNS)
+        order = {name: i for i, name in enumerate(STAGE_ORDER)}
+        # A version column with a gap is a float column in pandas (`v1.0`); kept so, for identical tables.
+        version = float if self.missing["prompt_version"] else (lambda v: v)
+        rows = []
+        for group in sorted(self.by_stage, key=lambda name: (order.get(name, len(order)), name)):
+            g = self.by_stage[group]
+            prompts = sorted((p, version(v)) for p, v in g.prompts)
+            rows.append({"stage": group, "requests": g.requests, "cache_hits": g.cache_hits, "ok": g.ok,
+                         "unparseable": g.unparseable, "failed": g.failed, "tokens_in": g.tokens_in,
+                         "tokens_out": g.tokens_out, "cost_usd": g.cost(),
+                         "latency_s": round(float(np.frombuffer(g.latencies).sum()), 1),
+                         "prompts": ", ".join(f"{p} v{v}" for p, v in prompts)})
+        return pd.DataFrame(rows, columns=STAGE_COLUMNS)
+
+
+def model_calls(calls: Iterable[dict]) -> pd.DataFrame:
     """Per stage and endpoint: requests, cache hits, outcomes, tokens and cost."""
-    columns = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
-               "tokens_in", "tokens_out", "cost_usd"]
-    if not calls:
-        return pd.DataFrame(columns=columns)
-    df = pd.DataFrame(calls)
-    out = df.groupby(["stage", "endpoint", "model"], sort=True).agg(
-        requests=("item_id", "size"), cache_hits=("cache_hit", "sum"),
-        ok=("status", lambda s: int((s == "ok").sum())),
-        unparseable=("status", lambda s: int((s == "unparseable").sum())),
-        failed=("status", lambda s: int((s == "failed").sum())),
-        tokens_in=("tokens_in", "sum"), tokens_out=("tokens_out", "sum"),
-        cost_usd=("cost_usd", lambda s: round(float(s.sum()), 4) if s.notna().any() else None),
-    ).reset_index()
-    return out[columns]
+    return CallTotals.of(calls).model_calls()
 
 
 def empty_stages(calls: pd.DataFrame) -> list[str]:
@@ -82,44 +198,9 @@ def empty_stages(calls: pd.DataFrame) -> list[str]:
     return out
 
 
-def stage_group(stage: str) -> str:
-    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
-    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
-    parts = stage.split(":")
-    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
-
-
-STAGE_ORDER = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
-               "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
-               "reliability:vendor_swap")
-
-
-def stage_summary(calls: list[dict]) -> pd.DataFrame:
-    """Per stage (in flow order): requests, cache hits, outcomes, tokens, cost, the prompts and
-    versions it sent, and its calls' summed latency (`latency_s`: seconds waiting for answers,
-    summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
-    columns = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
-               "cost_usd", "latency_s", "prompts"]
-    if not calls:
-        return pd.DataFrame(columns=columns)
-    df = pd.DataFrame(calls)
-    df["group"] = df["stage"].map(stage_group)
-    for column in ("tokens_in", "tokens_out", "latency_s", "cost_usd"):
-        if column not in df:
-            df[column] = None
-    rows = []
-    order = {name: i for i, name in enumerate(STAGE_ORDER)}
-    for group, g in sorted(df.groupby("group"), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
-        prompts = sorted({(p, v) for p, v in zip(g.get("prompt", []), g.get("prompt_version", [])) if p})
-        cost = g["cost_usd"].dropna()
-        rows.append({"stage": group, "requests": len(g), "cache_hits": int(g["cache_hit"].fillna(False).sum()),
-                     "ok": int((g["status"] == "ok").sum()), "unparseable": int((g["status"] == "unparseable").sum()),
-                     "failed": int((g["status"] == "failed").sum()),
-                     "tokens_in": int(g["tokens_in"].fillna(0).sum()), "tokens_out": int(g["tokens_out"].fillna(0).sum()),
-                     "cost_usd": round(float(cost.sum()), 4) if len(cost) else None,
-                     "latency_s": round(float(g["latency_s"].fillna(0).sum()), 1),
-                     "prompts": ", ".join(f"{p} v{v}" for p, v in prompts)})
-    return pd.DataFrame(rows, columns=columns)
+def stage_summary(calls: Iterable[dict]) -> pd.DataFrame:
+    """Per stage (in flow order): see CallTotals.stage_summary."""
+    return CallTotals.of(calls).stage_summary()
 
 
 def _stage_lines(stages: pd.DataFrame) -> list[str]:
@@ -202,21 +283,17 @@ def _prefix_counts(inputs, settings):
     return prefix_counts(read_jsonl(inputs["tags"]), read_jsonl(inputs["prefixes"]))
 
 
-def _call_rows(paths) -> list[dict]:
-    return [row for path in paths for row in read_jsonl(path)]
-
-
 @builder("model_calls")
 def _model_calls(inputs, settings):
-    table = model_calls(_call_rows(inputs["calls"]))
+    table = CallTotals.read(inputs["calls"]).model_calls()
     return explain(table, "no model call was made in this run" if table.empty else None)
 
 
 @builder("run_summary")
 def _run_summary(inputs, settings):
-    rows = _call_rows(inputs["calls"])
+    totals = CallTotals.read(inputs["calls"])
     return run_summary(settings["seeds"], settings["models"], settings["roles"], len(read_jsonl(inputs["seeds"])),
-                       model_calls(rows), settings["agents"], settings.get("validation"), stage_summary(rows))
+                       totals.model_calls(), settings["agents"], settings.get("validation"), totals.stage_summary())
 
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:

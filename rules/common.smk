@@ -8,6 +8,7 @@ from snakemake.utils import validate
 from aura_eval import vocab
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
+from aura_eval.llm.cache import CacheLocationError, check_cache_location
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        used_models)
@@ -219,6 +220,12 @@ CALL_LOGS = {
     "judge_safety": "results/calls/judge/{run}/safety/{judge}.jsonl",
     "reliability": "results/calls/reliability/{kind}/{agent}.jsonl",
 }
+
+
+# Every job that calls a model runs on the host running Snakemake, whatever the executor (a no-op
+# for local runs): the response cache is one SQLite file, safe only on one host's local disk
+# (README, "Running on a cluster"); the CPU jobs go to the cluster.
+workflow.localrules(*CALL_LOGS)
 
 
 def call_logs():

@@ -12,14 +12,74 @@ is absent from rows written before it was recorded, and readers treat it as opti
 The `misses` table keeps the description of every request the cache could not answer (a
 replay-mode miss, a failed call), so `python -m aura_eval cache explain` can say how it
 differs from the nearest cached request.
+
+WAL needs every process that opens the file on one host (they share its index through shared
+memory) and working locks, which a network file system does not give: the cache refuses one
+(`check_cache_location`) unless `llm.cache_on_network_fs` says that only one host ever opens it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import sqlite3
 from pathlib import Path
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+# File systems shared over a network or between hosts: SQLite's WAL mode is not safe on them.
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre", "gpfs",
+              "beegfs", "ocfs2", "gfs2", "9p"}
+NETWORK_FUSE = {"sshfs", "glusterfs", "ceph", "cephfs", "s3fs", "gcsfuse", "rclone", "juicefs", "goofys"}
+
+
+class CacheLocationError(RuntimeError):
+    """The response cache sits on a file system where SQLite in WAL mode is not safe."""
+
+
+def _unescape(field: str) -> str:
+    # mountinfo writes space, tab, newline and backslash in paths as octal escapes (\040 ...).
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def file_system(path, mountinfo: str | None = None) -> tuple[str, str]:
+    """(file system type, mount point) of the mount holding `path` (which need not exist yet), from
+    /proc/self/mountinfo or the given text of one."""
+    text = MOUNTINFO.read_text() if mountinfo is None else mountinfo
+    target = Path(os.path.realpath(path))  # symlinks resolved; a part not yet created stays as written
+    best = ("", "/")
+    for line in text.splitlines():
+        fields = line.split()
+        if " - " not in line or len(fields) < 5:
+            continue
+        point = _unescape(fields[4])
+        fstype = line.split(" - ", 1)[1].split()[0]
+        inside = target == Path(point) or Path(point) in target.parents
+        if inside and len(point) >= len(best[1]):  # the deepest mount, the last one mounted there
+            best = (fstype, point)
+    return best
+
+
+def is_network_fs(fstype: str) -> bool:
+    kind, _, sub = fstype.partition(".")
+    return fstype in NETWORK_FS or (kind == "fuse" and sub in NETWORK_FUSE)
+
+
+def check_cache_location(path, allow_network_fs: bool = False, mountinfo: str | None = None) -> None:
+    """Raise CacheLocationError naming `llm.cache` when `path` is on a network file system
+    (unless `allow_network_fs`, the config's `llm.cache_on_network_fs`). Where the mount table
+    cannot be read (not Linux), nothing is checked."""
+    if allow_network_fs or (mountinfo is None and not MOUNTINFO.exists()):
+        return
+    fstype, point = file_system(path, mountinfo)
+    if is_network_fs(fstype):
+        raise CacheLocationError(
+            f"llm.cache: {path} is on a {fstype} file system (mounted at {point}); SQLite's WAL mode, which "
+            f"the response cache uses, is not safe there: every process opening it must be on one host, with "
+            f"working locks. Put llm.cache on a local disk of the host running Snakemake (model jobs run there, "
+            f"see README.md, 'Running on a cluster'), or set llm.cache_on_network_fs: true if only one host ever "
+            f"opens the file and its locks work.")
 
 
 def cache_key(request: dict) -> str:
@@ -29,8 +89,9 @@ def cache_key(request: dict) -> str:
 
 
 class ResponseCache:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, allow_network_fs: bool = False):
         self.path = Path(path)
+        check_cache_location(self.path, allow_network_fs)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

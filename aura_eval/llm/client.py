@@ -182,7 +182,7 @@ class ModelClient:
     def __init__(self, llm_settings: dict, stage: str, progress: bool = True):
         self.settings = llm_settings
         self.stage = stage
-        self.cache = ResponseCache(llm_settings["cache"])
+        self.cache = ResponseCache(llm_settings["cache"], bool(llm_settings.get("cache_on_network_fs", False)))
         self.replay = bool(llm_settings.get("replay", False))
         self.progress = progress
         self.calls: list[dict] = []
