@@ -195,14 +195,22 @@ class ModelClient:
         """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         results: list[Result | None] = [None] * len(requests)
-        remote = []
+        remote, batched = [], []
         for i, req in enumerate(requests):
             if req.endpoint.provider == sim.PROVIDER:
                 results[i] = self._simulate(req)
             else:
-                remote.append(i)
+                (batched if req.endpoint.batch else remote).append(i)
+        if batched:  # submitted first, so the provider works on them while the live calls run
+            from aura_eval.llm.batch import BatchRun
+
+            batch_run = BatchRun(self, [requests[i] for i in batched])
+            batch_run.submit()
         if remote:
             for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):
+                results[i] = result
+        if batched:
+            for i, result in zip(batched, batch_run.wait()):
                 results[i] = result
         return results
 
@@ -302,12 +310,7 @@ class ModelClient:
             result.latency_s = 0.0
             return result
         if self.replay:
-            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
-                                   reason="replay miss")
-            raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
-                                 f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
-                                 f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
-                                 f"names what differs from the nearest cached request)")
+            self._replay_miss(req, described, key)
         response, error, attempts = await self._with_retries(req, described)
         if error is not None:
             self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
@@ -320,6 +323,15 @@ class ModelClient:
         result = self._result(req, stored, key, cache_hit=False)
         result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
         return result
+
+    def _replay_miss(self, req: Request, described: dict, key: str):
+        """Record a replay-mode miss and raise CacheMissError naming it."""
+        self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                               reason="replay miss")
+        raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
+                             f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
+                             f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
+                             f"names what differs from the nearest cached request)")
 
     async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
         """(response record, None, attempts) or (None, error text, attempts) once retries are spent.

@@ -17,6 +17,7 @@ SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presen
                    "frequency_penalty", "reasoning_effort",
                    "mock_response")  # litellm's canned answer, for tests and dry runs
 STATUSES = ("ok", "unparseable", "failed")
+BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 # What the model module records about the call that answered a request (`Result.call`, the call
 # log, the rows' `call`): stored in the cache with the response at the first call, so a cache
 # hit and a replay report the first call's values. A cache row written before provenance was
@@ -40,6 +41,8 @@ class Endpoint:
     api_key_env: str | None = None  # the name of the variable holding the key, never the key
     structured_output: bool = True
     vendor: str | None = None  # the model entry's vendor (leave-one-vendor-out; the simulator's judges)
+    batch: bool = False  # send misses through the provider's batch API (aura_eval.llm.batch)
+    price: dict | None = None  # the model entry's `price` (USD per million tokens), where it gives one
 
     @property
     def provider(self) -> str:
@@ -54,7 +57,8 @@ def endpoint_from(name: str, spec: dict) -> Endpoint:
                        f"(allowed: {', '.join(SAMPLING_PARAMS)})")
     return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
                     api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"))
+                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"),
+                    batch=bool(spec.get("batch", False)), price=spec.get("price"))
 
 
 def endpoints(entries: list[dict]) -> list[Endpoint]:
