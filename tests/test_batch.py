@@ -263,3 +263,35 @@ def test_batch_on_a_provider_without_batch_api_is_a_config_error():
     with pytest.raises(ConfigError, match=r"model 'gem' \(gemini/gemini-3.1-pro\) has batch: true"):
         check_config(config)
     check_config({"models": {"gpt": config["models"]["gpt"]}})
+
+
+def test_workflow_tags_through_a_batch(batch_stub, tmp_path, monkeypatch):
+    """The tag_steps job with a `batch: true` tagger: one batch, the rows from it, and a forced
+    rerun answered from the cache without a new submission."""
+    import yaml
+
+    from aura_eval.jsonl import read_jsonl
+    from tests.workflow import STUB_KEY_ENV, scratch_copy, snakemake, suite_config
+
+    monkeypatch.setenv(STUB_KEY_ENV, "stub-credential-for-construction")  # the config's other stub models
+    batch_stub.state.content = '{"risk_trigger": 0, "execution_point": 1, "reason": "batched"}'
+    work = scratch_copy(tmp_path)
+    path = suite_config(work, "mock.yaml")
+    config = yaml.safe_load(path.read_text())
+    config["models"]["tagger"] = {"model": "openai/stub-tagger", "vendor": "stubvendor", "batch": True,
+                                  "api_base": batch_stub.api_base, "api_key_env": KEY_ENV,
+                                  "params": {"temperature": 0.0}}
+    config["llm"] |= {"batch_poll_s": 0.1, "batch_max_wait_s": 60}
+    path.write_text(yaml.safe_dump(config))
+    snakemake(work, "results/prefixes/tags.jsonl", "--configfile", str(path))
+    tags = read_jsonl(work / "results/prefixes/tags.jsonl")
+    assert len(tags) == 4 and all(t["valid"] and t["reason"] == "batched" for t in tags)
+    assert [n for _, _, n in batch_stub.state.submissions] == [4]
+    (batch_id,) = batch_stub.state.batches
+    calls = read_jsonl(work / "results/calls/tag_steps.jsonl")
+    assert [c["status"] for c in calls] == ["ok"] * 4 and {c["attempts"] for c in calls} == {1}
+    assert batches_table(work / "cache/mock.sqlite") == [(batch_id, "openai", "openai/stub-tagger", "completed", 4, 1)]
+    assert "batch " + batch_id in (work / "logs/tag_steps.log").read_text()
+    snakemake(work, "results/prefixes/tags.jsonl", "--forcerun", "tag_steps", "--configfile", str(path))
+    assert len(batch_stub.state.submissions) == 1
+    assert read_jsonl(work / "results/prefixes/tags.jsonl") == tags
