@@ -9,8 +9,6 @@ is set. All run before the first job.
 
 from __future__ import annotations
 
-from aura_eval.llm.types import BATCH_PROVIDERS
-
 ROLES = ("tagger", "judges", "validation_judges", "replacement_judge", "relevance", "generator", "reviewers",
          "classifier", "pair_generator", "pair_reviewers")
 CONSTRUCTION_ROLES = ("relevance", "generator", "reviewers", "classifier", "pair_generator", "pair_reviewers")
@@ -21,6 +19,7 @@ PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
                  "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
 KEYLESS_PROVIDERS = ("aura_local",)  # the embedded model
+BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 
 
 class ConfigError(ValueError):

@@ -34,7 +34,7 @@ class BatchStubState:
         self.batches: dict[str, dict] = {}  # id -> {"api", "requests", "polls", "state"}
         self.submissions: list[tuple[str, str, int]] = []  # (api, batch id, number of requests)
         self.retrievals: dict[str, int] = {}
-        self.keys_seen: set[str] = set()  # Authorization / x-api-key values
+        self.keys_seen: set[str] = set()  # the keys sent (Authorization without "Bearer ", x-api-key)
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}_{len(self.files) + len(self.batches) + 1:04d}"
@@ -82,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _note_key(self):
         for name in ("Authorization", "x-api-key"):
             if self.headers.get(name):
-                self.server.state.keys_seen.add(self.headers[name])
+                self.server.state.keys_seen.add(self.headers[name].removeprefix("Bearer "))
 
     def do_POST(self):
         state: BatchStubState = self.server.state

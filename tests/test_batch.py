@@ -225,6 +225,28 @@ def test_live_and_batch_models_in_one_run(batch_stub, stub, settings):
     assert len(stub.state.requests) == 1 and [n for _, _, n in batch_stub.state.submissions] == [2]
 
 
+def test_openai_bodies_map_params_as_litellm_does(batch_stub, settings):
+    requests = batch_requests(batch_stub, "openai", 1, model="openai/gpt-5.2", params={"max_tokens": 64})
+    (result,) = ModelClient(settings, "t", progress=False).run(requests)
+    ((line,),) = [b["requests"] for b in batch_stub.state.batches.values()]
+    assert line["custom_id"] == result.key and line["url"] == "/v1/chat/completions"
+    assert line["body"] == {"model": "gpt-5.2", "messages": requests[0].messages, "max_completion_tokens": 64,
+                            "response_format": {"type": "json_schema", "json_schema": {
+                                "name": "p_test", "schema": SCHEMA, "strict": False}}}
+    # litellm's map prices gpt-5.2's batch calls at 0.875 and 7 USD per million tokens.
+    assert result.cost_usd == pytest.approx((TOKENS_IN * 0.875 + TOKENS_OUT * 7.0) / 1e6)
+
+
+def test_anthropic_requests_carry_messages_api_params(batch_stub, settings):
+    requests = batch_requests(batch_stub, "anthropic", 1, params={"temperature": 0.0, "stop": ["END"]})
+    (result,) = ModelClient(settings, "t", progress=False).run(requests)
+    ((line,),) = [b["requests"] for b in batch_stub.state.batches.values()]
+    assert line == {"custom_id": result.key, "params": {
+        "model": "stub-batch", "system": "be brief", "messages": [{"role": "user", "content": "question 0"}],
+        "max_tokens": 4096, "temperature": 0.0, "stop_sequences": ["END"]}}
+    assert batch_stub.state.keys_seen == {"stub-credential-0123456789"}, batch_stub.state.keys_seen
+
+
 def test_refused_submission_and_unsupported_params_are_failed_results(batch_stub, settings):
     requests = batch_requests(batch_stub, "anthropic", 2, params={"temperature": 0.0, "seed": 3})
     results = ModelClient(settings, "t", progress=False).run(requests)
@@ -241,20 +263,24 @@ def test_refused_submission_and_unsupported_params_are_failed_results(batch_stub
 
 
 def test_batch_cost_prices():
+    from aura_eval.llm.client import litellm_module
+
+    lit = litellm_module()
+
     def endpoint(model, price=None):
         return Endpoint(name="m", model=model, batch=True, price=price)
 
     # litellm's map has batch prices for gpt-4o-mini: 0.075 and 0.30 USD per million tokens.
-    assert batch_cost(endpoint("openai/gpt-4o-mini"), 1_000_000, 1_000_000) == pytest.approx(0.375)
+    assert batch_cost(endpoint("openai/gpt-4o-mini"), 1_000_000, 1_000_000, lit) == pytest.approx(0.375)
     # The map wins over the entry; the entry's batch price, else half its price, where the map has none.
     assert batch_cost(endpoint("openai/gpt-4o-mini", {"batch_input_per_mtok": 9, "batch_output_per_mtok": 9}),
-                      1_000_000, 1_000_000) == pytest.approx(0.375)
+                      1_000_000, 1_000_000, lit) == pytest.approx(0.375)
     assert batch_cost(endpoint("openai/unmapped", {"batch_input_per_mtok": 1.0, "batch_output_per_mtok": 3.0,
                                                     "input_per_mtok": 5, "output_per_mtok": 5}),
-                      2_000_000, 1_000_000) == pytest.approx(5.0)
+                      2_000_000, 1_000_000, lit) == pytest.approx(5.0)
     assert batch_cost(endpoint("openai/unmapped", {"input_per_mtok": 2.0, "output_per_mtok": 8.0}),
-                      1_000_000, 1_000_000) == pytest.approx(5.0)
-    assert batch_cost(endpoint("openai/unmapped"), 10, 10) is None  # unpriced, never $0
+                      1_000_000, 1_000_000, lit) == pytest.approx(5.0)
+    assert batch_cost(endpoint("openai/unmapped"), 10, 10, lit) is None  # unpriced, never $0
 
 
 def test_batch_on_a_provider_without_batch_api_is_a_config_error():

@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 
 from aura_eval.llm.cache import cache_key
-from aura_eval.llm.client import litellm_module, utc_now
-from aura_eval.llm.types import BATCH_PROVIDERS, CALL_FIELDS, Endpoint, Request, Result
+from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
+from aura_eval.workflow_config import BATCH_PROVIDERS
 
 DEFAULT_POLL_S = 30.0  # llm.batch_poll_s
 DEFAULT_MAX_WAIT_S = 86400.0  # llm.batch_max_wait_s: the providers' completion window, 24 h
@@ -48,7 +48,7 @@ class Status:
     raw: object
 
 
-def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None) -> float | None:
+def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None, litellm) -> float | None:
     """The batch price of a call in USD: litellm's cost map where it prices the model (its batch
     price fields, else half its price), else the model entry's `price` (`batch_input_per_mtok` /
     `batch_output_per_mtok`, else half of `input_per_mtok` / `output_per_mtok`); None (unpriced,
@@ -56,7 +56,7 @@ def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None
     if tokens_in is None or tokens_out is None:
         return None
     try:
-        info = litellm_module().get_model_info(endpoint.model)
+        info = litellm.get_model_info(endpoint.model)
     except Exception:  # not in the map
         info = {}
     if info.get("input_cost_per_token") is not None and info.get("output_cost_per_token") is not None:
@@ -82,20 +82,30 @@ class _OpenAI:
     provider = "openai"
     url = "/v1/chat/completions"
 
-    def __init__(self, endpoint: Endpoint, settings: dict):
+    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
         import openai
 
+        self.litellm = litellm
         self.sdk_version = f"openai {openai.__version__}"
         self.api = openai.OpenAI(base_url=endpoint.api_base or None, api_key=_api_key(endpoint),
                                  timeout=float(settings.get("timeout_s", 120)),
                                  max_retries=int(settings.get("max_retries", 5)))
 
     def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
-        body = {"model": described["model"].split("/", 1)[1], "messages": described["messages"],
-                **{k: v for k, v in described["params"].items() if k != "mock_response"}}
+        """The request body litellm would send live: its mapping of the sampling parameters to the
+        model's (e.g. max_tokens -> max_completion_tokens for the gpt-5 family)."""
+        name = described["model"].split("/", 1)[1]
+        params = {k: v for k, v in described["params"].items() if k != "mock_response"}
         if described["response_format"] is not None:
-            body["response_format"] = described["response_format"]
-        return {"custom_id": key, "method": "POST", "url": self.url, "body": body}, None
+            params["response_format"] = described["response_format"]
+        try:
+            mapped = self.litellm().utils.get_optional_params(model=name, custom_llm_provider="openai", **params)
+        except Exception as err:  # a parameter the model refuses, as the live call would
+            return None, f"openai batch: {type(err).__name__}: {err}"[:1000]
+        mapped.pop("stream", None)
+        extra = mapped.pop("extra_body", None) or {}
+        return {"custom_id": key, "method": "POST", "url": self.url,
+                "body": {"model": name, "messages": described["messages"], **mapped, **extra}}, None
 
     def create(self, lines: list[dict]) -> tuple[str, str]:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
@@ -145,7 +155,7 @@ class _Anthropic:
     provider = "anthropic"
     unsupported = ("seed", "presence_penalty", "frequency_penalty", "reasoning_effort")  # no Messages API field
 
-    def __init__(self, endpoint: Endpoint, settings: dict):
+    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
         import anthropic
 
         self.sdk_version = f"anthropic {anthropic.__version__}"
@@ -229,8 +239,9 @@ class BatchRun:
     `wait()` polls until every key is answered, failed, or the wait runs out, and returns the
     Results in the order of the requests."""
 
-    def __init__(self, client, requests: list[Request]):
+    def __init__(self, client, requests: list[Request], litellm):
         self.client = client
+        self.litellm = litellm  # returns the litellm module, imported on first use (its cost map, its params)
         self.requests = requests
         self.results: list[Result | None] = [None] * len(requests)
         self.waiting: dict[str, list[int]] = {}  # key -> indices of the requests it answers
@@ -248,7 +259,7 @@ class BatchRun:
     def _adapter(self, endpoint: Endpoint):
         ident = (endpoint.provider, endpoint.api_base, endpoint.api_key_env)
         if ident not in self.adapters:
-            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.settings)
+            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.settings, self.litellm)
         return self.adapters[ident]
 
     def submit(self) -> None:
@@ -344,7 +355,12 @@ class BatchRun:
                 state[batch_id] = status.state
                 self.client.cache.update_batch(batch_id, state=status.state, polled_at=utc_now())
                 if status.ended:
-                    self._ingest(batch_id, status, waited=time.monotonic() - start)
+                    try:
+                        self._ingest(batch_id, status, waited=time.monotonic() - start)
+                    except Exception as err:  # results not readable yet: read them again next round
+                        problem[batch_id] = self.client.scrub(f"reading results: {type(err).__name__}: {err}")[:500]
+                        self._say(f"batch {batch_id}: {problem[batch_id]}")
+                        continue
                     pending.discard(batch_id)
                 else:
                     self._say(f"batch {batch_id}: {status.state}, {status.progress}; waited "
@@ -383,7 +399,7 @@ class BatchRun:
                 continue
             item = items[key]
             record["content"] = c.scrub(record["content"])
-            record["cost_usd"] = batch_cost(endpoint, record["tokens_in"], record["tokens_out"])
+            record["cost_usd"] = batch_cost(endpoint, record["tokens_in"], record["tokens_out"], self.litellm())
             record["latency_s"] = round(latency, 4)
             record["provenance"].update(litellm_version=None, sdk_version=adapter.sdk_version, batch_id=batch_id,
                                         prompt=item["prompt"], prompt_version=item["prompt_version"],

@@ -1,4 +1,5 @@
-"""Run batches of model requests through litellm, with cache, retries and a call log.
+"""Run batches of model requests through litellm, with cache, retries and a call log; a model
+whose entry sets `batch: true` goes through its provider's batch API instead (`llm.batch`).
 
 Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
 - status "ok": the response parsed as JSON and matched the prompt's schema;
@@ -18,7 +19,6 @@ import os
 import re
 import sys
 import time
-from datetime import datetime, timezone
 
 import tenacity
 from tqdm import tqdm
@@ -26,7 +26,7 @@ from tqdm import tqdm
 from aura_eval.jsonl import write_jsonl
 from aura_eval.llm import local, sim
 from aura_eval.llm.cache import ResponseCache, cache_key
-from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json
+from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
 _litellm = None
 _litellm_version = None
@@ -43,11 +43,6 @@ def litellm_version() -> str | None:
         except PackageNotFoundError:
             _litellm_version = ""
     return _litellm_version or None
-
-
-def utc_now() -> str:
-    """The current UTC time, ISO 8601 with milliseconds and a Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def call_of(record: dict) -> dict:
@@ -204,7 +199,7 @@ class ModelClient:
         if batched:  # submitted first, so the provider works on them while the live calls run
             from aura_eval.llm.batch import BatchRun
 
-            batch_run = BatchRun(self, [requests[i] for i in batched])
+            batch_run = BatchRun(self, [requests[i] for i in batched], litellm_module)
             batch_run.submit()
         if remote:
             for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import jsonschema
 
@@ -17,13 +18,17 @@ SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presen
                    "frequency_penalty", "reasoning_effort",
                    "mock_response")  # litellm's canned answer, for tests and dry runs
 STATUSES = ("ok", "unparseable", "failed")
-BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 # What the model module records about the call that answered a request (`Result.call`, the call
 # log, the rows' `call`): stored in the cache with the response at the first call, so a cache
 # hit and a replay report the first call's values. A cache row written before provenance was
 # recorded reads as None in every field it lacks.
 CALL_FIELDS = ("response_id", "system_fingerprint", "response_model", "litellm_version", "params",
                "called_at", "first_latency_s", "tokens_in", "tokens_out", "cost_usd")
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds and a Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class CacheMissError(RuntimeError):
