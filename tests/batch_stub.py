@@ -245,3 +245,11 @@ class BatchStub:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def serve_in_subprocess(port_queue, polls_before_end: int = 1) -> None:
+    """Target for multiprocessing: serve until killed (benchmarks keep its CPU apart)."""
+    server = BatchStub()
+    server.state.polls_before_end = polls_before_end
+    port_queue.put(server.httpd.server_address[1])
+    server.httpd.serve_forever()

@@ -272,6 +272,8 @@ def test_batch_cost_prices():
 
     # litellm's map has batch prices for gpt-4o-mini: 0.075 and 0.30 USD per million tokens.
     assert batch_cost(endpoint("openai/gpt-4o-mini"), 1_000_000, 1_000_000, lit) == pytest.approx(0.375)
+    # gpt-4 has no batch price in the map: half its 30 and 60 USD per million tokens.
+    assert batch_cost(endpoint("openai/gpt-4"), 1_000_000, 1_000_000, lit) == pytest.approx(45.0)
     # The map wins over the entry; the entry's batch price, else half its price, where the map has none.
     assert batch_cost(endpoint("openai/gpt-4o-mini", {"batch_input_per_mtok": 9, "batch_output_per_mtok": 9}),
                       1_000_000, 1_000_000, lit) == pytest.approx(0.375)

@@ -48,27 +48,36 @@ class Status:
     raw: object
 
 
-def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None, litellm) -> float | None:
-    """The batch price of a call in USD: litellm's cost map where it prices the model (its batch
-    price fields, else half its price), else the model entry's `price` (`batch_input_per_mtok` /
-    `batch_output_per_mtok`, else half of `input_per_mtok` / `output_per_mtok`); None (unpriced,
-    never $0) when neither does."""
-    if tokens_in is None or tokens_out is None:
-        return None
+def batch_price(endpoint: Endpoint, litellm) -> tuple[float, float] | None:
+    """USD per input and per output token of a batch call: litellm's cost map where it prices the
+    model (its batch price fields, else half its price), else the model entry's `price`
+    (`batch_input_per_mtok` / `batch_output_per_mtok`, else half of `input_per_mtok` /
+    `output_per_mtok`); None (unpriced, never $0) when neither does."""
     try:
         info = litellm.get_model_info(endpoint.model)
     except Exception:  # not in the map
         info = {}
     if info.get("input_cost_per_token") is not None and info.get("output_cost_per_token") is not None:
-        per_in = info.get("input_cost_per_token_batches") or info["input_cost_per_token"] / 2
-        per_out = info.get("output_cost_per_token_batches") or info["output_cost_per_token"] / 2
-        return tokens_in * per_in + tokens_out * per_out
+        return (info.get("input_cost_per_token_batches") or info["input_cost_per_token"] / 2,
+                info.get("output_cost_per_token_batches") or info["output_cost_per_token"] / 2)
     price = endpoint.price or {}
     if "batch_input_per_mtok" in price and "batch_output_per_mtok" in price:
-        return (tokens_in * price["batch_input_per_mtok"] + tokens_out * price["batch_output_per_mtok"]) / 1e6
+        return price["batch_input_per_mtok"] / 1e6, price["batch_output_per_mtok"] / 1e6
     if "input_per_mtok" in price and "output_per_mtok" in price:
-        return (tokens_in * price["input_per_mtok"] + tokens_out * price["output_per_mtok"]) / 2e6
+        return price["input_per_mtok"] / 2e6, price["output_per_mtok"] / 2e6
     return None
+
+
+def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None, litellm) -> float | None:
+    """The batch price of one call in USD (`batch_price`); None when unpriced or without token counts."""
+    per = batch_price(endpoint, litellm)
+    return _cost(per, tokens_in, tokens_out)
+
+
+def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
+    if per is None or tokens_in is None or tokens_out is None:
+        return None
+    return tokens_in * per[0] + tokens_out * per[1]
 
 
 def _api_key(endpoint: Endpoint) -> str | None:
@@ -388,7 +397,7 @@ class BatchRun:
         row = c.cache.batch(batch_id)
         items = c.cache.batch_items(batch_id)
         latency = max(0.0, time.time() - _epoch(row["submitted_at"]))
-        endpoint = self.endpoint_of[batch_id]
+        per_token = batch_price(self.endpoint_of[batch_id], self.litellm())  # once: the lookup costs ms
         outcomes: dict[str, tuple[str, str | None]] = {}
         stored_of: dict[str, dict] = {}
         for key, record, error in adapter.answers(status):
@@ -399,7 +408,7 @@ class BatchRun:
                 continue
             item = items[key]
             record["content"] = c.scrub(record["content"])
-            record["cost_usd"] = batch_cost(endpoint, record["tokens_in"], record["tokens_out"], self.litellm())
+            record["cost_usd"] = _cost(per_token, record["tokens_in"], record["tokens_out"])
             record["latency_s"] = round(latency, 4)
             record["provenance"].update(litellm_version=None, sdk_version=adapter.sdk_version, batch_id=batch_id,
                                         prompt=item["prompt"], prompt_version=item["prompt_version"],
