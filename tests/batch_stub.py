@@ -34,10 +34,13 @@ class BatchStubState:
         self.batches: dict[str, dict] = {}  # id -> {"api", "requests", "polls", "state"}
         self.submissions: list[tuple[str, str, int]] = []  # (api, batch id, number of requests)
         self.retrievals: dict[str, int] = {}
+        self.ids = 0
+        self.refused_key = "\0"  # a key ending so is refused (401) on every retrieval
         self.keys_seen: set[str] = set()  # the keys sent (Authorization without "Bearer ", x-api-key)
 
     def new_id(self, prefix: str) -> str:
-        return f"{prefix}_{len(self.files) + len(self.batches) + 1:04d}"
+        self.ids += 1
+        return f"{prefix}_{self.ids:04d}"
 
     def poll(self, batch_id: str) -> str:
         """The batch's state after one more retrieval."""
@@ -101,6 +104,13 @@ class _Handler(BaseHTTPRequestHandler):
         state: BatchStubState = self.server.state
         self._note_key()
         with state.lock:
+            if self.headers.get("Authorization", self.headers.get("x-api-key", "")).endswith(state.refused_key):
+                return self._send(401, {"type": "error", "error": {"type": "authentication_error",
+                                                                   "message": "invalid x-api-key"}})
+            m = re.fullmatch(r"/v1/(?:messages/)?batches/([^/?]+)(?:/results)?", self.path)
+            if m and m.group(1) not in state.batches:
+                return self._send(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                   "message": f"no batch {m.group(1)}"}})
             if m := re.fullmatch(r"/v1/files/([^/]+)/content", self.path):
                 return self._send(200, state.files[m.group(1)], "application/octet-stream")
             if m := re.fullmatch(r"/v1/batches/([^/?]+)", self.path):

@@ -165,6 +165,38 @@ def test_max_wait_then_rerun_resumes_the_same_batch(batch_stub, settings, provid
     assert batch_stub.state.retrievals[batch_id] == polls + 1 + (provider == "anthropic")
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_batch_unknown_to_the_provider_is_resubmitted(batch_stub, settings, provider):
+    batch_stub.state.polls_before_end = 10**6
+    ModelClient({**settings, "batch_max_wait_s": 0.1}, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
+    (lost,) = batch_stub.state.batches
+    del batch_stub.state.batches[lost]  # deleted at the provider (or another account's)
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
+    assert [r.status for r in results] == ["failed"] * 2
+    assert results[0].error.startswith(f"batch {lost}: batch {lost} not found at the provider (NotFoundError: ")
+    batch_stub.state.polls_before_end = 0
+    client = ModelClient(settings, "t", progress=False)
+    assert [r.status for r in client.run(batch_requests(batch_stub, provider, 2))] == ["ok"] * 2
+    assert len(batch_stub.state.submissions) == 2 and client.calls_made == 2
+    assert [row[3] for row in batches_table(settings["cache"])] == ["not_found", "ended" if provider == "anthropic"
+                                                                    else "completed"]
+
+
+def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub, settings, monkeypatch):
+    batch_stub.state.polls_before_end = 10**6
+    ModelClient({**settings, "batch_max_wait_s": 0.1}, "t", progress=False).run(batch_requests(batch_stub, "openai", 2))
+    (batch_id,) = batch_stub.state.batches
+    monkeypatch.setenv(KEY_ENV, "a-revoked-credential")
+    batch_stub.state.refused_key = "revoked-credential"
+    start = time.monotonic()
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "openai", 2))
+    assert time.monotonic() - start < 10  # not llm.batch_max_wait_s (30 s)
+    assert [r.status for r in results] == ["failed"] * 2
+    assert results[0].error.startswith(f"batch {batch_id} polling refused (AuthenticationError: ")
+    assert "revoked-credential" not in results[0].error
+    assert batches_table(settings["cache"])[0][3:] == ("in_progress", 2, 0)  # still open: a rerun resumes it
+
+
 KILLED_JOB = """
 import sys
 from aura_eval.llm.client import ModelClient

@@ -353,13 +353,25 @@ class BatchRun:
         pending = set(self.batch_of.values())
         state: dict[str, str] = {}
         problem: dict[str, str] = {}  # batch id -> the last error polling it
+        said: dict[str, tuple[str, float]] = {}  # batch id -> the progress last logged, and when
         while pending:
             for batch_id in sorted(pending):
                 try:
                     status = self.adapter_of[batch_id].retrieve(batch_id)
-                except Exception as err:  # the SDK retried already; poll again next round
+                except Exception as err:
                     problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
-                    continue
+                    code = getattr(err, "status_code", None)
+                    if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
+                        status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
+                                        None)
+                    elif code in (401, 403):  # a refused key: stop waiting; it stays open for a rerun
+                        self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
+                        self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
+                                                f"resumes polling it", time.monotonic() - start)
+                        pending.discard(batch_id)
+                        continue
+                    else:  # the SDK retried already; poll again next round
+                        continue
                 problem.pop(batch_id, None)
                 state[batch_id] = status.state
                 self.client.cache.update_batch(batch_id, state=status.state, polled_at=utc_now())
@@ -371,7 +383,8 @@ class BatchRun:
                         self._say(f"batch {batch_id}: {problem[batch_id]}")
                         continue
                     pending.discard(batch_id)
-                else:
+                elif said.get(batch_id, ("", 0.0))[0] != status.progress or time.monotonic() - said[batch_id][1] > 600:
+                    said[batch_id] = (status.progress, time.monotonic())  # on progress, else every 10 min
                     self._say(f"batch {batch_id}: {status.state}, {status.progress}; waited "
                               f"{time.monotonic() - start:.0f} s of {self.max_wait_s:.0f} s")
             if not pending or time.monotonic() - start + self.poll_s > self.max_wait_s:
@@ -382,12 +395,16 @@ class BatchRun:
             why = f"still {state.get(batch_id, 'unknown')}" + (f" (last poll: {problem[batch_id]})"
                                                                  if batch_id in problem else "")
             self._say(f"batch {batch_id}: {why} after {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes it")
-            for key in [k for k, b in self.batch_of.items() if b == batch_id and self.waiting.get(k)]:
-                self._fail(key, f"batch {batch_id} {why} after waiting {waited:.0f} s (llm.batch_max_wait_s); "
-                                f"a rerun resumes polling it", waited=waited)
+            self._give_up(batch_id, f"{why} after waiting {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes "
+                                    f"polling it", waited)
         for result in self.results:
             self.client._log(result)
         return list(self.results)
+
+    def _give_up(self, batch_id: str, why: str, waited: float) -> None:
+        """This job's keys in a batch that stays open: failed Results, the batch kept for a rerun."""
+        for key in [k for k, b in self.batch_of.items() if b == batch_id and self.waiting.get(k)]:
+            self._fail(key, f"batch {batch_id} {why}", waited=waited)
 
     def _ingest(self, batch_id: str, status: Status, waited: float) -> None:
         """Cache every answer of an ended batch (other jobs' keys too), record each key's outcome,
@@ -400,7 +417,7 @@ class BatchRun:
         per_token = batch_price(self.endpoint_of[batch_id], self.litellm())  # once: the lookup costs ms
         outcomes: dict[str, tuple[str, str | None]] = {}
         stored_of: dict[str, dict] = {}
-        for key, record, error in adapter.answers(status):
+        for key, record, error in adapter.answers(status) if status.raw is not None else ():
             if key not in items or key in outcomes:
                 continue
             if record is None:
