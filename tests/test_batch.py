@@ -193,6 +193,7 @@ def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub,
     assert time.monotonic() - start < 10  # not llm.batch_max_wait_s (30 s)
     assert [r.status for r in results] == ["failed"] * 2
     assert results[0].error.startswith(f"batch {batch_id} polling refused (AuthenticationError: ")
+    assert [r.auth_error for r in results] == [True, True]  # the stage fails the job on it
     assert "revoked-credential" not in results[0].error
     assert batches_table(settings["cache"])[0][3:] == ("in_progress", 2, 0)  # still open: a rerun resumes it
 

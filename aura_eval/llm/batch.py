@@ -80,6 +80,12 @@ def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: in
     return tokens_in * per[0] + tokens_out * per[1]
 
 
+def _is_auth(err: Exception) -> bool:
+    """A missing or refused key (never mended by waiting; the stage fails the job on it)."""
+    text = str(err).lower()
+    return getattr(err, "status_code", None) in (401, 403) or "credentials" in text or "api_key" in text
+
+
 def _api_key(endpoint: Endpoint) -> str | None:
     """The key from the variable the entry names; None lets the SDK read its own variable."""
     return os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else None
@@ -297,7 +303,8 @@ class BatchRun:
             try:
                 self.adapter_of.setdefault(batch_id, self._adapter(endpoint))
             except Exception as err:  # e.g. no key for the SDK: recorded; the batch stays open for a rerun
-                self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000])
+                self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000],
+                           auth=_is_auth(err))
                 continue
             self.batch_of[key] = batch_id
             self.endpoint_of.setdefault(batch_id, endpoint)
@@ -319,7 +326,8 @@ class BatchRun:
             adapter = self._adapter(endpoint)
         except Exception as err:  # e.g. no key for the SDK: every request of the group fails, recorded
             for key in keys:
-                self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000])
+                self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000],
+                           auth=_is_auth(err))
             return
         lines = []
         for key in keys:
@@ -334,7 +342,8 @@ class BatchRun:
                 batch_id, state = adapter.create([line for _, line in chunk])
             except Exception as err:  # refused (bad request, auth, ...): recorded, a rerun tries again
                 for key, _ in chunk:
-                    self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000])
+                    self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
+                               auth=_is_auth(err))
                 continue
             first = {key: self.requests[self.waiting[key][0]] for key, _ in chunk}
             c.cache.record_batch(batch_id, provider=provider, model=model, api_base=endpoint.api_base,
@@ -367,7 +376,7 @@ class BatchRun:
                     elif code in (401, 403):  # a refused key: stop waiting; it stays open for a rerun
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
-                                                f"resumes polling it", time.monotonic() - start)
+                                                f"resumes polling it", auth=True)
                         pending.discard(batch_id)
                         continue
                     else:  # the SDK retried already; poll again next round
@@ -396,15 +405,15 @@ class BatchRun:
                                                                  if batch_id in problem else "")
             self._say(f"batch {batch_id}: {why} after {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes it")
             self._give_up(batch_id, f"{why} after waiting {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes "
-                                    f"polling it", waited)
+                                    f"polling it")
         for result in self.results:
             self.client._log(result)
         return list(self.results)
 
-    def _give_up(self, batch_id: str, why: str, waited: float) -> None:
+    def _give_up(self, batch_id: str, why: str, auth: bool = False) -> None:
         """This job's keys in a batch that stays open: failed Results, the batch kept for a rerun."""
         for key in [k for k, b in self.batch_of.items() if b == batch_id and self.waiting.get(k)]:
-            self._fail(key, f"batch {batch_id} {why}", waited=waited)
+            self._fail(key, f"batch {batch_id} {why}", auth=auth)
 
     def _ingest(self, batch_id: str, status: Status, waited: float) -> None:
         """Cache every answer of an ended batch (other jobs' keys too), record each key's outcome,
@@ -443,21 +452,21 @@ class BatchRun:
                   f"{len(outcomes) - failed} answered, {failed} failed")
         for key in [k for k, b in self.batch_of.items() if b == batch_id]:
             if key in stored_of:
-                self._answer(key, stored_of[key], waited)
+                self._answer(key, stored_of[key])
             else:
-                self._fail(key, f"batch {batch_id}: {outcomes[key][1]}", waited=waited)
+                self._fail(key, f"batch {batch_id}: {outcomes[key][1]}")
 
-    def _answer(self, key: str, stored: dict, waited: float) -> None:
+    def _answer(self, key: str, stored: dict) -> None:
         c = self.client
         for n, i in enumerate(self.waiting.pop(key, [])):
             result = c._result(self.requests[i], stored, key, cache_hit=n > 0)  # repeats share the first answer
+            # wait_s stays 0: it counts waits between attempts; the batch's wait is in latency_s and the log.
             result.attempts = int(key in self.submitted and n == 0)
-            result.wait_s = round(waited, 3)
             if n > 0:
                 result.latency_s = 0.0
             self.results[i] = result
 
-    def _fail(self, key: str, error: str, waited: float = 0.0) -> None:
+    def _fail(self, key: str, error: str, auth: bool = False) -> None:
         c = self.client
         for n, i in enumerate(self.waiting.pop(key, [])):
             req = self.requests[i]
@@ -465,7 +474,7 @@ class BatchRun:
                 c.cache.record_miss(key, c._describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
                                     reason="failed")
             self.results[i] = Result(request=req, status="failed", error=error, key=key, latency_s=0.0,
-                                     attempts=int(key in self.submitted and n == 0), wait_s=round(waited, 3),
+                                     attempts=int(key in self.submitted and n == 0), auth_error=auth,
                                      call={name: None for name in CALL_FIELDS} | {"params": c._params(req)})
 
 
