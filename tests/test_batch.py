@@ -105,6 +105,16 @@ def test_hits_answered_first_and_only_misses_batched(batch_stub, settings, provi
     assert client.calls_made == 1
 
 
+def test_requests_beyond_the_provider_limit_go_in_several_batches(batch_stub, settings, monkeypatch):
+    from aura_eval.llm import batch
+
+    monkeypatch.setitem(batch.MAX_REQUESTS, "openai", 2)
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "openai", 5))
+    assert [r.status for r in results] == ["ok"] * 5
+    assert [n for _, _, n in batch_stub.state.submissions] == [2, 2, 1]
+    assert [row[4:] for row in batches_table(settings["cache"])] == [(2, 1), (2, 1), (1, 1)]
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, settings, provider):
     texts = ["fine 0", "FAIL 1", "fine 2", "FAIL 3"]
