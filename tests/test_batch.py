@@ -137,7 +137,7 @@ def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, sett
 
 @pytest.mark.parametrize("provider, end, reason", [
     ("openai", "expired", "This request could not be executed before the completion window expired."),
-    ("openai", "cancelled", "batch {id} cancelled"),
+    ("openai", "cancelled", ": cancelled"),
     ("anthropic", "expired", "expired: the batch ended before this request ran"),
     ("anthropic", "cancelled", "canceled: the batch ended before this request ran"),
 ])
@@ -147,7 +147,7 @@ def test_expired_or_cancelled_batch_records_unanswered_items(batch_stub, setting
     assert [r.status for r in results] == ["ok", "ok", "failed", "failed", "failed"]
     batch_id = batch_stub.state.submissions[0][1]
     assert all(r.error.startswith(f"batch {batch_id}: ") for r in results[2:])
-    assert all(r.error.endswith(reason.format(id=batch_id)) for r in results[2:])
+    assert all(r.error.endswith(reason) for r in results[2:])
     # The unanswered three are not cached: the next run sends them again, in a new batch.
     batch_stub.state.end_state = "completed"
     again = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 5))
@@ -183,7 +183,7 @@ def test_batch_unknown_to_the_provider_is_resubmitted(batch_stub, settings, prov
     del batch_stub.state.batches[lost]  # deleted at the provider (or another account's)
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
     assert [r.status for r in results] == ["failed"] * 2
-    assert results[0].error.startswith(f"batch {lost}: batch {lost} not found at the provider (NotFoundError: ")
+    assert results[0].error.startswith(f"batch {lost}: not found at the provider (NotFoundError: ")
     batch_stub.state.polls_before_end = 0
     client = ModelClient(settings, "t", progress=False)
     assert [r.status for r in client.run(batch_requests(batch_stub, provider, 2))] == ["ok"] * 2

@@ -443,7 +443,7 @@ class BatchRun:
             outcomes[key] = ("ok", None)
         reason = status.reason or f"{status.state} without an answer"
         for key in items:
-            outcomes.setdefault(key, ("failed", f"batch {batch_id} {reason}"))
+            outcomes.setdefault(key, ("failed", reason))
         c.cache.record_batch_outcomes(batch_id, outcomes)
         c.cache.update_batch(batch_id, state=status.state, polled_at=utc_now(), ingested_at=utc_now(),
                              reason=status.reason)
