@@ -3,8 +3,8 @@
 The schema (schemas/config.schema.yaml) checks types and required keys; `check_config`
 checks what a schema cannot: that every role and agent names a defined model, that only
 OpenAI and Anthropic models ask for `batch: true`, every action-only and calibration agent a
-defined agent, and that no sample needs more annotators than there are; `check_keys` that the key variable of every model in use
-is set. All run before the first job.
+defined agent, and that no sample needs more annotators than there are; `check_keys` that
+the key variable of every model in use is set. All run before the first job.
 """
 
 from __future__ import annotations
