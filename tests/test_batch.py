@@ -138,6 +138,7 @@ def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, sett
 @pytest.mark.parametrize("provider, end, reason", [
     ("openai", "expired", "This request could not be executed before the completion window expired."),
     ("openai", "cancelled", ": cancelled"),
+    ("openai", "failed", ": failed: no reason given"),
     ("anthropic", "expired", "expired: the batch ended before this request ran"),
     ("anthropic", "cancelled", "canceled: the batch ended before this request ran"),
 ])
