@@ -58,6 +58,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_bootstrap.py
 	$(BIN)/python benchmarks/bench_snakemake_noop.py
 	$(BIN)/python benchmarks/bench_faults.py
+	$(BIN)/python benchmarks/bench_batch.py
 	$(BIN)/python benchmarks/bench_simulator.py
 	$(BIN)/python benchmarks/bench_coverage.py
 	$(BIN)/python benchmarks/bench_call_tables.py

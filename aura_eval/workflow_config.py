@@ -1,10 +1,10 @@
 """The configuration as the rules hand it to the package: canonical values, checked references.
 
 The schema (schemas/config.schema.yaml) checks types and required keys; `check_config`
-checks what a schema cannot: that every role and agent names a defined model, every
-action-only and calibration agent a defined agent, and that no sample needs more annotators
-than there are; `check_keys` that the key variable of every model in use
-is set. All run before the first job.
+checks what a schema cannot: that every role and agent names a defined model, that only
+OpenAI and Anthropic models ask for `batch: true`, every action-only and calibration agent a
+defined agent, and that no sample needs more annotators than there are; `check_keys` that
+the key variable of every model in use is set. All run before the first job.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
                  "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
 KEYLESS_PROVIDERS = ("aura_local",)  # the embedded model
+BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 
 
 class ConfigError(ValueError):
@@ -49,6 +50,11 @@ def check_config(config: dict) -> None:
             if name not in models:
                 raise ConfigError(f"config: role {role!r} names model {name!r}, which is not under 'models' "
                                   f"(defined: {', '.join(sorted(models))})")
+    for name, spec in models.items():
+        provider = spec.get("model", "").split("/", 1)[0]
+        if spec.get("batch") and provider not in BATCH_PROVIDERS:
+            raise ConfigError(f"config: model {name!r} ({spec.get('model')}) has batch: true, but only "
+                              f"{', '.join(p + '/...' for p in BATCH_PROVIDERS)} models have a batch API here")
     for agent, spec in (config.get("agents") or {}).items():
         if spec.get("model") not in models:
             raise ConfigError(f"config: agent {agent!r} names model {spec.get('model')!r}, which is not under 'models' "

@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "jsonl", "stats", "cells", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
+        "llm.cache", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel", "stage", "seeds", "tagging",
+        "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",
         "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",
@@ -52,7 +53,7 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.batch", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
                "validation", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
                "pipeline_figure", "paper_numbers", "audit", "render", "digest", "cache_explain", "pack", "__main__"]

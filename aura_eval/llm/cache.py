@@ -16,6 +16,10 @@ differs from the nearest cached request.
 WAL needs every process that opens the file on one host (they share its index through shared
 memory) and working locks, which a network file system does not give: the cache refuses one
 (`check_cache_location`) unless `llm.cache_on_network_fs` says that only one host ever opens it.
+
+The `batches` and `batch_keys` tables hold the provider batches a job submitted (`aura_eval.llm.batch`):
+id, provider, model, state and times, and the keys (the batch's custom_ids) with their requests, so a
+killed job's rerun polls the batches it left open instead of submitting their requests again.
 """
 
 from __future__ import annotations
@@ -133,6 +137,75 @@ class ResponseCache:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (key, request.get("model", ""), prompt, stage, item_id, reason,
              json.dumps(request, sort_keys=True, ensure_ascii=False)))
+
+    # -- provider batches (aura_eval.llm.batch) ---------------------------------------------
+    def _batch_tables(self) -> None:
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, provider TEXT NOT NULL,"
+            " model TEXT NOT NULL, api_base TEXT, endpoint TEXT NOT NULL, state TEXT NOT NULL,"
+            " n_requests INTEGER NOT NULL, submitted_at TEXT NOT NULL, polled_at TEXT, ingested_at TEXT,"
+            " reason TEXT)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS batch_keys (batch_id TEXT NOT NULL, key TEXT NOT NULL,"
+            " prompt TEXT, prompt_version INTEGER, request TEXT NOT NULL, outcome TEXT, error TEXT,"
+            " PRIMARY KEY (batch_id, key))")
+        self._db.execute("CREATE INDEX IF NOT EXISTS batch_keys_key ON batch_keys (key)")
+
+    def record_batch(self, batch_id: str, *, provider: str, model: str, api_base: str | None, endpoint: str,
+                     state: str, submitted_at: str, items: list[tuple[str, dict, str, int]]) -> None:
+        """Keep a submitted batch and its (key, request, prompt, prompt_version) items, in one
+        transaction, as soon as the provider has named it."""
+        self._batch_tables()
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(
+                "INSERT INTO batches (batch_id, provider, model, api_base, endpoint, state, n_requests,"
+                " submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (batch_id, provider, model, api_base, endpoint, state, len(items), submitted_at))
+            self._db.executemany(
+                "INSERT INTO batch_keys (batch_id, key, prompt, prompt_version, request) VALUES (?, ?, ?, ?, ?)",
+                [(batch_id, key, prompt, version, json.dumps(request, sort_keys=True, ensure_ascii=False))
+                 for key, request, prompt, version in items])
+
+    def open_batches(self, keys) -> dict[str, str]:
+        """{key: batch id} of the given keys that an open (not yet ingested) batch holds."""
+        self._batch_tables()
+        found = {}
+        keys = list(keys)
+        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+            chunk = keys[start:start + 500]
+            found.update(self._db.execute(
+                "SELECT k.key, k.batch_id FROM batch_keys k JOIN batches b ON b.batch_id = k.batch_id"
+                f" WHERE b.ingested_at IS NULL AND k.key IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+        return found
+
+    def batch(self, batch_id: str) -> dict | None:
+        self._batch_tables()
+        cursor = self._db.execute("SELECT * FROM batches WHERE batch_id = ?", (batch_id,))
+        row = cursor.fetchone()
+        return dict(zip([c[0] for c in cursor.description], row)) if row else None
+
+    def batch_items(self, batch_id: str) -> dict[str, dict]:
+        """{key: {request, prompt, prompt_version, outcome, error}} of one batch."""
+        self._batch_tables()
+        rows = self._db.execute("SELECT key, request, prompt, prompt_version, outcome, error FROM batch_keys"
+                                " WHERE batch_id = ?", (batch_id,)).fetchall()
+        return {key: {"request": json.loads(request), "prompt": prompt, "prompt_version": version,
+                      "outcome": outcome, "error": error} for key, request, prompt, version, outcome, error in rows}
+
+    def update_batch(self, batch_id: str, *, state: str, polled_at: str, ingested_at: str | None = None,
+                     reason: str | None = None) -> None:
+        self._batch_tables()
+        self._db.execute("UPDATE batches SET state = ?, polled_at = ?, ingested_at = COALESCE(?, ingested_at),"
+                         " reason = COALESCE(?, reason) WHERE batch_id = ?",
+                         (state, polled_at, ingested_at, reason, batch_id))
+
+    def record_batch_outcomes(self, batch_id: str, outcomes: dict[str, tuple[str, str | None]]) -> None:
+        """Each key's outcome in its batch: ("ok", None) or ("failed", the error)."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("UPDATE batch_keys SET outcome = ?, error = ? WHERE batch_id = ? AND key = ?",
+                                 [(outcome, error, batch_id, key) for key, (outcome, error) in outcomes.items()])
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

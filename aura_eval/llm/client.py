@@ -1,4 +1,5 @@
-"""Run batches of model requests through litellm, with cache, retries and a call log.
+"""Run batches of model requests through litellm, with cache, retries and a call log; a model
+whose entry sets `batch: true` goes through its provider's batch API instead (`llm.batch`).
 
 Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
 - status "ok": the response parsed as JSON and matched the prompt's schema;
@@ -18,7 +19,6 @@ import os
 import re
 import sys
 import time
-from datetime import datetime, timezone
 
 import tenacity
 from tqdm import tqdm
@@ -26,7 +26,7 @@ from tqdm import tqdm
 from aura_eval.jsonl import write_jsonl
 from aura_eval.llm import local, sim
 from aura_eval.llm.cache import ResponseCache, cache_key
-from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json
+from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
 _litellm = None
 _litellm_version = None
@@ -43,11 +43,6 @@ def litellm_version() -> str | None:
         except PackageNotFoundError:
             _litellm_version = ""
     return _litellm_version or None
-
-
-def utc_now() -> str:
-    """The current UTC time, ISO 8601 with milliseconds and a Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def call_of(record: dict) -> dict:
@@ -195,14 +190,22 @@ class ModelClient:
         """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         results: list[Result | None] = [None] * len(requests)
-        remote = []
+        remote, batched = [], []
         for i, req in enumerate(requests):
             if req.endpoint.provider == sim.PROVIDER:
                 results[i] = self._simulate(req)
             else:
-                remote.append(i)
+                (batched if req.endpoint.batch else remote).append(i)
+        if batched:  # submitted first, so the provider works on them while the live calls run
+            from aura_eval.llm.batch import BatchRun
+
+            batch_run = BatchRun(self, [requests[i] for i in batched], litellm_module)
+            batch_run.submit()
         if remote:
             for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):
+                results[i] = result
+        if batched:
+            for i, result in zip(batched, batch_run.wait()):
                 results[i] = result
         return results
 
@@ -302,12 +305,7 @@ class ModelClient:
             result.latency_s = 0.0
             return result
         if self.replay:
-            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
-                                   reason="replay miss")
-            raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
-                                 f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
-                                 f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
-                                 f"names what differs from the nearest cached request)")
+            self._replay_miss(req, described, key)
         response, error, attempts = await self._with_retries(req, described)
         if error is not None:
             self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
@@ -320,6 +318,15 @@ class ModelClient:
         result = self._result(req, stored, key, cache_hit=False)
         result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
         return result
+
+    def _replay_miss(self, req: Request, described: dict, key: str):
+        """Record a replay-mode miss and raise CacheMissError naming it."""
+        self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                               reason="replay miss")
+        raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
+                             f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
+                             f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
+                             f"names what differs from the nearest cached request)")
 
     async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
         """(response record, None, attempts) or (None, error text, attempts) once retries are spent.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import jsonschema
 
@@ -23,6 +24,11 @@ STATUSES = ("ok", "unparseable", "failed")
 # recorded reads as None in every field it lacks.
 CALL_FIELDS = ("response_id", "system_fingerprint", "response_model", "litellm_version", "params",
                "called_at", "first_latency_s", "tokens_in", "tokens_out", "cost_usd")
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds and a Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class CacheMissError(RuntimeError):
@@ -40,6 +46,8 @@ class Endpoint:
     api_key_env: str | None = None  # the name of the variable holding the key, never the key
     structured_output: bool = True
     vendor: str | None = None  # the model entry's vendor (leave-one-vendor-out; the simulator's judges)
+    batch: bool = False  # send misses through the provider's batch API (aura_eval.llm.batch)
+    price: dict | None = None  # the model entry's `price` (USD per million tokens), where it gives one
 
     @property
     def provider(self) -> str:
@@ -54,7 +62,8 @@ def endpoint_from(name: str, spec: dict) -> Endpoint:
                        f"(allowed: {', '.join(SAMPLING_PARAMS)})")
     return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
                     api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"))
+                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"),
+                    batch=bool(spec.get("batch", False)), price=spec.get("price"))
 
 
 def endpoints(entries: list[dict]) -> list[Endpoint]:

@@ -1,0 +1,484 @@
+"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API and
+Anthropic's Message Batches, at about half the price and within 24 hours instead of seconds.
+
+`ModelClient.run` hands a batch model's requests to a `BatchRun`: cache hits are answered at
+once, replay mode raises on a miss as the live path does, and only the misses go out, as one
+batch per (provider, model, endpoint) and size limit. The openai and anthropic SDKs are used
+directly: litellm's batch functions cover OpenAI only and add a layer between us and the file
+and batch objects whose ids we keep.
+
+Crash-safe: each batch's id, provider, model, state and times, and the keys it holds (the
+custom_id of each request is its cache key) with their requests, are kept in the cache database
+as soon as the provider names the batch. A rerun polls the batches that are still open instead
+of submitting their keys again; a batch's results go into the response cache (`put_first`), so
+replay answers them like any other call. A batch that ends (completed, expired, cancelled,
+failed) is marked ingested; its unanswered keys are not cached, so a later run submits them anew.
+Every key ends as a Result: per-item errors, unanswered items of an expired or cancelled batch,
+a refused submission and a batch still open after `llm.batch_max_wait_s` are status "failed"
+with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from aura_eval.llm.cache import cache_key
+from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
+from aura_eval.workflow_config import BATCH_PROVIDERS
+
+DEFAULT_POLL_S = 30.0  # llm.batch_poll_s
+DEFAULT_MAX_WAIT_S = 86400.0  # llm.batch_max_wait_s: the providers' completion window, 24 h
+# The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
+MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
+MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000}
+# Anthropic requires max_tokens; litellm's default for Anthropic models when none is set.
+ANTHROPIC_MAX_TOKENS = 4096
+
+
+@dataclass
+class Status:
+    state: str  # the provider's status of the batch
+    ended: bool  # no more answers will come
+    progress: str  # e.g. "12/40 done, 1 failed"
+    reason: str | None  # why items went unanswered (expired, cancelled, failed), where it says
+    raw: object
+
+
+def batch_price(endpoint: Endpoint, litellm) -> tuple[float, float] | None:
+    """USD per input and per output token of a batch call: litellm's cost map where it prices the
+    model (its batch price fields, else half its price), else the model entry's `price`
+    (`batch_input_per_mtok` / `batch_output_per_mtok`, else half of `input_per_mtok` /
+    `output_per_mtok`); None (unpriced, never $0) when neither does."""
+    try:
+        info = litellm.get_model_info(endpoint.model)
+    except Exception:  # not in the map
+        info = {}
+    if info.get("input_cost_per_token") is not None and info.get("output_cost_per_token") is not None:
+        return (info.get("input_cost_per_token_batches") or info["input_cost_per_token"] / 2,
+                info.get("output_cost_per_token_batches") or info["output_cost_per_token"] / 2)
+    price = endpoint.price or {}
+    if "batch_input_per_mtok" in price and "batch_output_per_mtok" in price:
+        return price["batch_input_per_mtok"] / 1e6, price["batch_output_per_mtok"] / 1e6
+    if "input_per_mtok" in price and "output_per_mtok" in price:
+        return price["input_per_mtok"] / 2e6, price["output_per_mtok"] / 2e6
+    return None
+
+
+def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None, litellm) -> float | None:
+    """The batch price of one call in USD (`batch_price`); None when unpriced or without token counts."""
+    per = batch_price(endpoint, litellm)
+    return _cost(per, tokens_in, tokens_out)
+
+
+def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
+    if per is None or tokens_in is None or tokens_out is None:
+        return None
+    return tokens_in * per[0] + tokens_out * per[1]
+
+
+def _is_auth(err: Exception) -> bool:
+    """A missing or refused key (never mended by waiting; the stage fails the job on it)."""
+    text = str(err).lower()
+    return getattr(err, "status_code", None) in (401, 403) or "credentials" in text or "api_key" in text
+
+
+def _api_key(endpoint: Endpoint) -> str | None:
+    """The key from the variable the entry names; None lets the SDK read its own variable."""
+    return os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else None
+
+
+class _OpenAI:
+    """OpenAI's Batch API: a JSONL file of /v1/chat/completions bodies, a batch, its output and error files."""
+
+    provider = "openai"
+    url = "/v1/chat/completions"
+
+    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
+        import openai
+
+        self.litellm = litellm
+        self.sdk_version = f"openai {openai.__version__}"
+        self.api = openai.OpenAI(base_url=endpoint.api_base or None, api_key=_api_key(endpoint),
+                                 timeout=float(settings.get("timeout_s", 120)),
+                                 max_retries=int(settings.get("max_retries", 5)))
+
+    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
+        """The request body litellm would send live: its mapping of the sampling parameters to the
+        model's (e.g. max_tokens -> max_completion_tokens for the gpt-5 family)."""
+        name = described["model"].split("/", 1)[1]
+        params = {k: v for k, v in described["params"].items() if k != "mock_response"}
+        if described["response_format"] is not None:
+            params["response_format"] = described["response_format"]
+        try:
+            mapped = self.litellm().utils.get_optional_params(model=name, custom_llm_provider="openai", **params)
+        except Exception as err:  # a parameter the model refuses, as the live call would
+            return None, f"openai batch: {type(err).__name__}: {err}"[:1000]
+        mapped.pop("stream", None)
+        extra = mapped.pop("extra_body", None) or {}
+        return {"custom_id": key, "method": "POST", "url": self.url,
+                "body": {"model": name, "messages": described["messages"], **mapped, **extra}}, None
+
+    def create(self, lines: list[dict]) -> tuple[str, str]:
+        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
+        upload = self.api.files.create(file=("requests.jsonl", data, "application/jsonl"), purpose="batch")
+        batch = self.api.batches.create(input_file_id=upload.id, endpoint=self.url, completion_window="24h")
+        return batch.id, batch.status
+
+    def retrieve(self, batch_id: str) -> Status:
+        batch = self.api.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        progress = f"{counts.completed}/{counts.total} done, {counts.failed} failed" if counts else "no counts yet"
+        reason = {"expired": "expired: the provider's 24 h window passed", "cancelled": "cancelled"}.get(batch.status)
+        if batch.status == "failed":
+            errors = [f"{e.code}: {e.message}" for e in ((batch.errors and batch.errors.data) or [])]
+            reason = "failed: " + ("; ".join(errors) or "no reason given")
+        return Status(batch.status, batch.status in ("completed", "expired", "cancelled", "failed"), progress,
+                      reason, batch)
+
+    def answers(self, status: Status):
+        """(key, response record or None, error or None) for each line of the output and error files."""
+        for file_id in (status.raw.output_file_id, status.raw.error_file_id):
+            if not file_id:
+                continue
+            for text in self.api.files.content(file_id).text.splitlines():
+                try:
+                    line = json.loads(text)
+                except json.JSONDecodeError:
+                    continue  # its key stays unanswered and is reported so
+                response = line.get("response") or {}
+                body = response.get("body") or {}
+                if response.get("status_code") == 200 and not line.get("error") and body.get("choices"):
+                    choice, usage = body["choices"][0], body.get("usage") or {}
+                    yield line["custom_id"], {
+                        "content": choice["message"].get("content"), "finish_reason": choice.get("finish_reason"),
+                        "tokens_in": usage.get("prompt_tokens"), "tokens_out": usage.get("completion_tokens"),
+                        "provenance": {"response_id": body.get("id"), "response_model": body.get("model"),
+                                       "system_fingerprint": body.get("system_fingerprint")}}, None
+                else:
+                    error = line.get("error") or body.get("error") or {}
+                    yield line["custom_id"], None, (f"status {response.get('status_code')}: "
+                                                    f"{error.get('code') or error.get('type')}: {error.get('message')}")
+
+
+class _Anthropic:
+    """Anthropic's Message Batches: one request of Messages API params per custom_id."""
+
+    provider = "anthropic"
+    unsupported = ("seed", "presence_penalty", "frequency_penalty", "reasoning_effort")  # no Messages API field
+
+    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
+        import anthropic
+
+        self.sdk_version = f"anthropic {anthropic.__version__}"
+        base = (endpoint.api_base or "").rstrip("/")
+        base = base[:-3] if base.endswith("/v1") else base  # the SDK adds /v1 itself
+        self.api = anthropic.Anthropic(base_url=base or None, api_key=_api_key(endpoint),
+                                       timeout=float(settings.get("timeout_s", 120)),
+                                       max_retries=int(settings.get("max_retries", 5)))
+
+    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
+        params = described["params"]
+        refused = [name for name in self.unsupported if name in params]
+        if refused:
+            return None, f"anthropic batch: the Messages API has no {', '.join(refused)} (remove from params)"
+        system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
+        body = {"model": described["model"].split("/", 1)[1],
+                "messages": [m for m in described["messages"] if m["role"] != "system"],
+                "max_tokens": params.get("max_tokens", ANTHROPIC_MAX_TOKENS)}
+        if system:
+            body["system"] = system
+        for name in ("temperature", "top_p"):
+            if name in params:
+                body[name] = params[name]
+        if "stop" in params:
+            body["stop_sequences"] = params["stop"]
+        # No JSON schema is sent: the prompts ask for JSON and the answer is parsed as on the live path.
+        return {"custom_id": key, "params": body}, None
+
+    def create(self, lines: list[dict]) -> tuple[str, str]:
+        batch = self.api.messages.batches.create(requests=lines)
+        return batch.id, batch.processing_status
+
+    def retrieve(self, batch_id: str) -> Status:
+        batch = self.api.messages.batches.retrieve(batch_id)
+        c = batch.request_counts
+        progress = (f"{c.succeeded + c.errored + c.canceled + c.expired}/"
+                    f"{c.processing + c.succeeded + c.errored + c.canceled + c.expired} done, "
+                    f"{c.errored} errored, {c.canceled} canceled, {c.expired} expired")
+        return Status(batch.processing_status, batch.processing_status == "ended", progress, None, batch)
+
+    def answers(self, status: Status):
+        for item in self.api.messages.batches.results(status.raw.id):
+            item = item.model_dump()
+            result = item.get("result") or {}
+            if result.get("type") == "succeeded":
+                message = result["message"]
+                usage = message.get("usage") or {}
+                yield item["custom_id"], {
+                    "content": "".join(b.get("text", "") for b in message.get("content") or []
+                                       if b.get("type") == "text"),
+                    "finish_reason": message.get("stop_reason"), "tokens_in": usage.get("input_tokens"),
+                    "tokens_out": usage.get("output_tokens"),
+                    "provenance": {"response_id": message.get("id"), "response_model": message.get("model"),
+                                   "system_fingerprint": None}}, None
+            elif result.get("type") == "errored":
+                error = (result.get("error") or {}).get("error") or {}
+                yield item["custom_id"], None, f"errored: {error.get('type')}: {error.get('message')}"
+            else:  # canceled, expired
+                yield item["custom_id"], None, f"{result.get('type')}: the batch ended before this request ran"
+
+
+ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic}
+
+
+def _chunks(lines: list[tuple[str, dict]], max_requests: int, max_bytes: int):
+    """Consecutive runs of (key, line) within the provider's count and size limits."""
+    chunk, size = [], 0
+    for key, line in lines:
+        n = len(json.dumps(line, ensure_ascii=False).encode("utf-8")) + 1
+        if chunk and (len(chunk) >= max_requests or size + n > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((key, line))
+        size += n
+    if chunk:
+        yield chunk
+
+
+class BatchRun:
+    """One job's batch requests: `submit()` answers the hits and sends (or resumes) the misses,
+    `wait()` polls until every key is answered, failed, or the wait runs out, and returns the
+    Results in the order of the requests."""
+
+    def __init__(self, client, requests: list[Request], litellm):
+        self.client = client
+        self.litellm = litellm  # returns the litellm module, imported on first use (its cost map, its params)
+        self.requests = requests
+        self.results: list[Result | None] = [None] * len(requests)
+        self.waiting: dict[str, list[int]] = {}  # key -> indices of the requests it answers
+        self.batch_of: dict[str, str] = {}  # key -> the batch that holds it
+        self.submitted: set[str] = set()  # keys this job submitted (the others were resumed)
+        self.adapters: dict[tuple, object] = {}
+        self.adapter_of: dict[str, object] = {}  # batch id -> adapter
+        self.endpoint_of: dict[str, Endpoint] = {}  # batch id -> the endpoint of this job's keys in it
+        self.poll_s = float(client.settings.get("batch_poll_s", DEFAULT_POLL_S))
+        self.max_wait_s = float(client.settings.get("batch_max_wait_s", DEFAULT_MAX_WAIT_S))
+
+    def _say(self, text: str) -> None:
+        print(f"[{self.client.stage}] {text}", file=sys.stderr, flush=True)
+
+    def _adapter(self, endpoint: Endpoint):
+        ident = (endpoint.provider, endpoint.api_base, endpoint.api_key_env)
+        if ident not in self.adapters:
+            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.settings, self.litellm)
+        return self.adapters[ident]
+
+    def submit(self) -> None:
+        c = self.client
+        described_of = {}
+        for i, req in enumerate(self.requests):
+            if req.endpoint.provider not in ADAPTERS:
+                raise ValueError(f"model {req.endpoint.name!r} ({req.endpoint.model}) has batch: true, but only "
+                                 f"{', '.join(BATCH_PROVIDERS)} models have a batch API here")
+            described = c._describe(req)
+            key = cache_key(described)
+            if key in self.waiting:
+                self.waiting[key].append(i)
+                continue
+            cached = c.cache.get(key)
+            if cached is not None:
+                self.results[i] = c._result(req, cached, key, cache_hit=True)
+                self.results[i].latency_s = 0.0
+                continue
+            if c.replay:
+                c._replay_miss(req, described, key)  # raises
+            self.waiting[key] = [i]
+            described_of[key] = described
+        for key, batch_id in c.cache.open_batches(self.waiting).items():
+            endpoint = self.requests[self.waiting[key][0]].endpoint
+            try:
+                self.adapter_of.setdefault(batch_id, self._adapter(endpoint))
+            except Exception as err:  # e.g. no key for the SDK: recorded; the batch stays open for a rerun
+                self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000],
+                           auth=_is_auth(err))
+                continue
+            self.batch_of[key] = batch_id
+            self.endpoint_of.setdefault(batch_id, endpoint)
+        if self.batch_of:
+            self._say(f"resuming {len(set(self.batch_of.values()))} open batch(es) holding "
+                      f"{len(self.batch_of)} of this job's requests")
+        groups: dict[tuple, list[str]] = {}
+        for key in self.waiting:
+            if key not in self.batch_of:
+                ep = self.requests[self.waiting[key][0]].endpoint
+                groups.setdefault((ep.provider, ep.model, ep.api_base, ep.api_key_env), []).append(key)
+        for (provider, model, _, _), keys in groups.items():
+            self._submit_group(provider, model, keys, described_of)
+
+    def _submit_group(self, provider: str, model: str, keys: list[str], described_of: dict) -> None:
+        c = self.client
+        endpoint = self.requests[self.waiting[keys[0]][0]].endpoint
+        try:
+            adapter = self._adapter(endpoint)
+        except Exception as err:  # e.g. no key for the SDK: every request of the group fails, recorded
+            for key in keys:
+                self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000],
+                           auth=_is_auth(err))
+            return
+        lines = []
+        for key in keys:
+            line, refused = adapter.line(key, described_of[key])
+            if refused:
+                self._fail(key, refused)
+            else:
+                lines.append((key, line))
+        for chunk in _chunks(lines, MAX_REQUESTS[provider], MAX_BYTES[provider]):
+            submitted_at = utc_now()
+            try:
+                batch_id, state = adapter.create([line for _, line in chunk])
+            except Exception as err:  # refused (bad request, auth, ...): recorded, a rerun tries again
+                for key, _ in chunk:
+                    self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
+                               auth=_is_auth(err))
+                continue
+            first = {key: self.requests[self.waiting[key][0]] for key, _ in chunk}
+            c.cache.record_batch(batch_id, provider=provider, model=model, api_base=endpoint.api_base,
+                                 endpoint=endpoint.name, state=state, submitted_at=submitted_at,
+                                 items=[(key, described_of[key], first[key].prompt_id, first[key].prompt_version)
+                                        for key, _ in chunk])
+            c.calls_made += len(chunk)
+            for key, _ in chunk:
+                self.batch_of[key] = batch_id
+                self.submitted.add(key)
+            self.adapter_of[batch_id], self.endpoint_of[batch_id] = adapter, endpoint
+            self._say(f"submitted batch {batch_id} ({model}, {len(chunk)} requests)")
+
+    def wait(self) -> list[Result]:
+        start = time.monotonic()
+        pending = set(self.batch_of.values())
+        state: dict[str, str] = {}
+        problem: dict[str, str] = {}  # batch id -> the last error polling it
+        said: dict[str, tuple[str, float]] = {}  # batch id -> the progress last logged, and when
+        while pending:
+            for batch_id in sorted(pending):
+                try:
+                    status = self.adapter_of[batch_id].retrieve(batch_id)
+                except Exception as err:
+                    problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
+                    code = getattr(err, "status_code", None)
+                    if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
+                        status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
+                                        None)
+                    elif code in (401, 403):  # a refused key: stop waiting; it stays open for a rerun
+                        self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
+                        self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
+                                                f"resumes polling it", auth=True)
+                        pending.discard(batch_id)
+                        continue
+                    else:  # the SDK retried already; poll again next round
+                        continue
+                problem.pop(batch_id, None)
+                state[batch_id] = status.state
+                self.client.cache.update_batch(batch_id, state=status.state, polled_at=utc_now())
+                if status.ended:
+                    try:
+                        self._ingest(batch_id, status, waited=time.monotonic() - start)
+                    except Exception as err:  # results not readable yet: read them again next round
+                        problem[batch_id] = self.client.scrub(f"reading results: {type(err).__name__}: {err}")[:500]
+                        self._say(f"batch {batch_id}: {problem[batch_id]}")
+                        continue
+                    pending.discard(batch_id)
+                elif said.get(batch_id, ("", 0.0))[0] != status.progress or time.monotonic() - said[batch_id][1] > 600:
+                    said[batch_id] = (status.progress, time.monotonic())  # on progress, else every 10 min
+                    self._say(f"batch {batch_id}: {status.state}, {status.progress}; waited "
+                              f"{time.monotonic() - start:.0f} s of {self.max_wait_s:.0f} s")
+            if not pending or time.monotonic() - start + self.poll_s > self.max_wait_s:
+                break
+            time.sleep(self.poll_s)
+        waited = time.monotonic() - start
+        for batch_id in sorted(pending):
+            why = f"still {state.get(batch_id, 'unknown')}" + (f" (last poll: {problem[batch_id]})"
+                                                                 if batch_id in problem else "")
+            self._say(f"batch {batch_id}: {why} after {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes it")
+            self._give_up(batch_id, f"{why} after waiting {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes "
+                                    f"polling it")
+        for result in self.results:
+            self.client._log(result)
+        return list(self.results)
+
+    def _give_up(self, batch_id: str, why: str, auth: bool = False) -> None:
+        """This job's keys in a batch that stays open: failed Results, the batch kept for a rerun."""
+        for key in [k for k, b in self.batch_of.items() if b == batch_id and self.waiting.get(k)]:
+            self._fail(key, f"batch {batch_id} {why}", auth=auth)
+
+    def _ingest(self, batch_id: str, status: Status, waited: float) -> None:
+        """Cache every answer of an ended batch (other jobs' keys too), record each key's outcome,
+        mark the batch ingested, and answer this job's keys."""
+        c = self.client
+        adapter = self.adapter_of[batch_id]
+        row = c.cache.batch(batch_id)
+        items = c.cache.batch_items(batch_id)
+        latency = max(0.0, time.time() - _epoch(row["submitted_at"]))
+        per_token = batch_price(self.endpoint_of[batch_id], self.litellm())  # once: the lookup costs ms
+        outcomes: dict[str, tuple[str, str | None]] = {}
+        stored_of: dict[str, dict] = {}
+        for key, record, error in adapter.answers(status) if status.raw is not None else ():
+            if key not in items or key in outcomes:
+                continue
+            if record is None:
+                outcomes[key] = ("failed", c.scrub(error)[:1000])
+                continue
+            item = items[key]
+            record["content"] = c.scrub(record["content"])
+            record["cost_usd"] = _cost(per_token, record["tokens_in"], record["tokens_out"])
+            record["latency_s"] = round(latency, 4)
+            record["provenance"].update(litellm_version=None, sdk_version=adapter.sdk_version, batch_id=batch_id,
+                                        prompt=item["prompt"], prompt_version=item["prompt_version"],
+                                        params=item["request"]["params"], called_at=row["submitted_at"])
+            stored_of[key] = c.cache.put_first(key, item["request"], record)
+            outcomes[key] = ("ok", None)
+        reason = status.reason or f"{status.state} without an answer"
+        for key in items:
+            outcomes.setdefault(key, ("failed", reason))
+        c.cache.record_batch_outcomes(batch_id, outcomes)
+        c.cache.update_batch(batch_id, state=status.state, polled_at=utc_now(), ingested_at=utc_now(),
+                             reason=status.reason)
+        failed = sum(1 for outcome, _ in outcomes.values() if outcome == "failed")
+        self._say(f"batch {batch_id}: {status.state} after {waited:.0f} s here ({latency:.0f} s since submission), "
+                  f"{len(outcomes) - failed} answered, {failed} failed")
+        for key in [k for k, b in self.batch_of.items() if b == batch_id]:
+            if key in stored_of:
+                self._answer(key, stored_of[key])
+            else:
+                self._fail(key, f"batch {batch_id}: {outcomes[key][1]}")
+
+    def _answer(self, key: str, stored: dict) -> None:
+        c = self.client
+        for n, i in enumerate(self.waiting.pop(key, [])):
+            result = c._result(self.requests[i], stored, key, cache_hit=n > 0)  # repeats share the first answer
+            # wait_s stays 0: it counts waits between attempts; the batch's wait is in latency_s and the log.
+            result.attempts = int(key in self.submitted and n == 0)
+            if n > 0:
+                result.latency_s = 0.0
+            self.results[i] = result
+
+    def _fail(self, key: str, error: str, auth: bool = False) -> None:
+        c = self.client
+        for n, i in enumerate(self.waiting.pop(key, [])):
+            req = self.requests[i]
+            if n == 0:
+                c.cache.record_miss(key, c._describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
+                                    reason="failed")
+            self.results[i] = Result(request=req, status="failed", error=error, key=key, latency_s=0.0,
+                                     attempts=int(key in self.submitted and n == 0), auth_error=auth,
+                                     call={name: None for name in CALL_FIELDS} | {"params": c._params(req)})
+
+
+def _epoch(utc: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(utc.replace("Z", "+00:00")).timestamp()
