@@ -89,7 +89,7 @@ def test_panel_phases_overlap_across_judges_with_the_same_rows_and_call_log(stub
     assert len(labels) > 1  # the judges' answers differ, so the comparison means something
     assert {row["action_safety"]["given_action_type"] for row in rows["j0"]} > {None}  # phase 2 saw panel types
     # Sequential: 6 batches of one latency each; overlapped: 2 (measured here: 11.7 s and 4.3 s).
-    assert 6 * LATENCY_S <= seq_s and 2 * LATENCY_S <= wall_s < 0.5 * seq_s
+    assert 6 * LATENCY_S <= seq_s and 2 * LATENCY_S <= wall_s < 0.75 * seq_s  # about a third when the CPU is free
 
 
 def test_repeated_panels_in_one_batch_per_phase_equal_panel_after_panel(stub, tmp_path):
