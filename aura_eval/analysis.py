@@ -371,7 +371,8 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
             "alpha_nominal": round(krippendorff_alpha(matrix, "nominal"), 3) if pairable and len(
                 {v for row in matrix for v in row if v}) > 1 else np.nan,
             **cells.count_keys("n_panel", _keys(with_panel)),
-            **cells.share_keys("accuracy", [r["panel_label"] == r["final_label"] for r in with_panel], _keys(with_panel)),
+            **cells.share_keys("accuracy", [r["panel_label"] == r["final_label"] for r in with_panel],
+                               _keys(with_panel)),
             "ci_low": round(100 * low, 1) if with_panel else np.nan,
             "ci_high": round(100 * high, 1) if with_panel else np.nan,
             **cells.share_keys("unanimous_accuracy", [r["panel_label"] == r["final_label"] for r in unanimous],

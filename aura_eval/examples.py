@@ -137,7 +137,8 @@ def pair_review_examples(pool: list[dict], pairs: list[dict], reviews: list[dict
                          "reviewer": vote["reviewer"], "model": vote.get("model"), "status": vote["status"],
                          "keep": vote["keep"], **{c: criteria.get(c) for c in PAIR_CRITERIA},
                          "reason": vote.get("reason"), **{k: counts[k] for k in ("reviewed", "retained", "rejected")}})
-        text += [f"**{example.capitalize()}: {cells.item_link(review['item_id'])}** (dimension {pair.get('dimension')}, "
+        text += [f"**{example.capitalize()}: {cells.item_link(review['item_id'])}** "
+                 f"(dimension {pair.get('dimension')}, "
                  f"{pair.get('source_label')} → {pair.get('pair_label')}, flip kind {pair.get('flip_kind')}; "
                  f"{review['keep_votes']} keep, {review['reject_votes']} reject)", ""]
         source = pool_by_id.get(review["source_item_id"])

@@ -223,7 +223,8 @@ def display(df: pd.DataFrame, table: str | None = None, members: dict | None = N
         elif column == "in_use":
             out.append((column, header(column, table), ["✓" if v is True or v == "True" else "" for v in df[column]]))
         elif column in ITEM_COLUMNS:  # an item named in the table links to its audit page
-            out.append((column, header(column, table), ["—" if _missing(v) else cells.item_link(str(v)) for v in df[column]]))
+            out.append((column, header(column, table),
+                        ["—" if _missing(v) else cells.item_link(str(v)) for v in df[column]]))
         elif column in NAME_COLUMNS:
             out.append((column, header(column, table), [_names(v, column) for v in df[column]]))
         else:
