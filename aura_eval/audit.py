@@ -318,7 +318,8 @@ def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
         name = path.name[:-len(".cells.json")]
         recorded = cells.read(path)
         table = pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False)
-        keys = [c for c in table.columns if c in table_files.KEY_COLUMNS and c != "run"]
+        keys = [c for c in table.columns if c in table_files.KEY_COLUMNS  # the model cell names its run
+                and not (c == "run" and "model" in table.columns)]
         rows = {pos: {"name": " · ".join(table.iloc[int(pos)][c] for c in keys if table.iloc[int(pos)][c]),
                       "cells": {column: {part: [members.of(m) for m in listed] for part, listed in lists.items()}
                                 for column, lists in columns.items()}}
