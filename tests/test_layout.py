@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
+        "llm.cache", "llm.pricing", "llm.budget", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",
         "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",

@@ -40,6 +40,7 @@ class Endpoint:
     api_key_env: str | None = None  # the name of the variable holding the key, never the key
     structured_output: bool = True
     vendor: str | None = None  # the model entry's vendor (leave-one-vendor-out; the simulator's judges)
+    price: dict | None = None  # the entry's `price` (USD per million tokens), where litellm's map has none
 
     @property
     def provider(self) -> str:
@@ -54,7 +55,8 @@ def endpoint_from(name: str, spec: dict) -> Endpoint:
                        f"(allowed: {', '.join(SAMPLING_PARAMS)})")
     return Endpoint(name=name, model=spec["model"], params=dict(spec.get("params", {})),
                     api_base=spec.get("api_base"), api_key_env=spec.get("api_key_env"),
-                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"))
+                    structured_output=spec.get("structured_output", True), vendor=spec.get("vendor"),
+                    price=spec.get("price"))
 
 
 def endpoints(entries: list[dict]) -> list[Endpoint]:
