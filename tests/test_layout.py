@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 FLOW = ["vocab", "jsonl", "stats", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
         "llm.cache", "llm.pricing", "llm.budget", "llm.local", "llm.sim", "llm.client", "llm", "panel", "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
-        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",
+        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "forecast", "reasons", "analysis",
         "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",
         "cache_explain", "pack", "__main__"]
 
