@@ -149,55 +149,79 @@ def plan(config: dict, root: str | Path = ".", results: bool = True) -> _Plan:
     taxonomy = load_taxonomy()
     real("tag_steps", [tag_request(s, prompt_of["p1_step_tagging"], endpoint[roles["tagger"]]) for s in seeds],
          counts="files" if read(FILES["seeds"]) else "config")
+    # Where a stage's input is missing, its count follows the stage before at the paper's ratio
+    # (candidates per prefix, parseable per candidate, ...), so estimates and real counts chain.
+    ratio = {name: PAPER_FUNNEL[b] / PAPER_FUNNEL[a] for name, (a, b) in {
+        "candidates": ("prefixes", "variation candidates"), "parseable": ("variation candidates", "parseable variations"),
+        "kept": ("parseable variations", "kept variations"), "pairs": ("classified pool", "pair candidates"),
+        "parseable_pairs": ("pair candidates", "parseable pairs"), "kept_pairs": ("parseable pairs", "kept pairs")}.items()}
     prefixes = read(FILES["prefixes"])
     if prefixes is not None:
         real("relevance", [relevance_request(x, prompt_of["p2_dimension_relevance"], taxonomy,
                                              endpoint[roles["relevance"]]) for x in prefixes])
+        n_prefixes = len(prefixes)
     else:
-        estimate("relevance", roles["relevance"], round(PAPER_FUNNEL["prefixes"] * scale))
-    n_prefixes = len(prefixes) if prefixes is not None else round(PAPER_FUNNEL["prefixes"] * scale)
+        n_prefixes = round(PAPER_FUNNEL["prefixes"] * scale)
+        estimate("relevance", roles["relevance"], n_prefixes)
     by_prefix = {x["prefix_id"]: x for x in prefixes or []}
     candidates = read("results/construct/candidates.jsonl")
     if candidates is not None and prefixes is not None:
+        selected = [c for c in candidates if c["selected"]]
         real("vary", [variation_request(c, by_prefix, prompt_of, taxonomy, endpoint[roles["generator"]])
-                      for c in candidates if c["selected"]])
+                      for c in selected])
+        n_candidates = len(selected)
     else:
         cap = config.get("construction", {}).get("max_candidates_per_prefix")
-        n = round(PAPER_FUNNEL["variation candidates"] * scale)
-        estimate("vary", roles["generator"], min(n, cap * n_prefixes) if cap else n)
+        n_candidates = round(n_prefixes * ratio["candidates"])
+        n_candidates = min(n_candidates, cap * n_prefixes) if cap else n_candidates
+        estimate("vary", roles["generator"], n_candidates)
     variations = read("results/construct/variations.jsonl")
     reviewers = [endpoint[n] for n in _as_list(roles["reviewers"])]
     if variations is not None and prefixes is not None:
-        real("review_variations", [r for v in variations if v["passed_gate"]
+        passed = [v for v in variations if v["passed_gate"]]
+        real("review_variations", [r for v in passed
                                    for r in review_requests(v, by_prefix, prompt_of, taxonomy, reviewers)])
+        n_reviewed = len(passed)
     else:
-        estimate("review_variations", roles["reviewers"], round(PAPER_FUNNEL["parseable variations"] * scale))
+        n_reviewed = round(n_candidates * ratio["parseable"])
+        estimate("review_variations", roles["reviewers"], n_reviewed)
     reviews = read("results/construct/variation_reviews.jsonl")
     if None not in (prefixes, variations, reviews):
+        pool_in = pool_items(prefixes, variations, reviews)
         real("classify", [classification_request(i, prompt_of["p7_pair_classification"], endpoint[roles["classifier"]])
-                          for i in pool_items(prefixes, variations, reviews)])
+                          for i in pool_in])
+        n_pool = len(pool_in)
     else:
-        estimate("classify", roles["classifier"], round(PAPER_FUNNEL["classified pool"] * scale))
+        n_pool = n_prefixes + round(n_reviewed * ratio["kept"])
+        estimate("classify", roles["classifier"], n_pool)
     pool = read(FILES["pool"])
     by_seed = {s["seed_id"]: s for s in seeds}
     if pool is not None:
+        pairable = [i for i in pool if i["classification"]["pairable"]]
         real("generate_pairs", [pair_request(i, by_seed[i["seed_id"]], prompt_of["p8_pair_generation"],
-                                             endpoint[roles["pair_generator"]])
-                                for i in pool if i["classification"]["pairable"]])
+                                             endpoint[roles["pair_generator"]]) for i in pairable])
+        n_pairs = len(pairable)
     else:
-        estimate("generate_pairs", roles["pair_generator"], round(PAPER_FUNNEL["pair candidates"] * scale))
+        n_pairs = round(n_pool * ratio["pairs"])
+        estimate("generate_pairs", roles["pair_generator"], n_pairs)
     pairs = read(FILES["pairs"])
     pair_reviewers = [endpoint[n] for n in _as_list(roles["pair_reviewers"])]
     if pairs is not None and pool is not None:
         by_item = {i["item_id"]: i for i in pool}
-        real("review_pairs", [r for x in pairs if x["passed_checks"]
+        checked = [x for x in pairs if x["passed_checks"]]
+        real("review_pairs", [r for x in checked
                               for r in pair_review_requests(x, by_item, prompt_of["p9_pair_review"], pair_reviewers)])
+        n_pair_reviews = len(checked)
     else:
-        estimate("review_pairs", roles["pair_reviewers"], round(PAPER_FUNNEL["parseable pairs"] * scale))
+        n_pair_reviews = round(n_pairs * ratio["parseable_pairs"])
+        estimate("review_pairs", roles["pair_reviewers"], n_pair_reviews)
 
     # -- evaluation ------------------------------------------------------------------
     dataset = read(FILES["dataset"])
-    n_rows = len(dataset) if dataset is not None else round(PAPER_FUNNEL["released rows"] * scale)
+    # Released rows: the pool and its kept counterparts, less the paper's final filtering share.
+    paper_released = PAPER_FUNNEL["released rows"] / (PAPER_FUNNEL["classified pool"] + PAPER_FUNNEL["kept pairs"])
+    n_rows = len(dataset) if dataset is not None else round(
+        (n_pool + round(n_pair_reviews * ratio["kept_pairs"])) * paper_released)
     rows_basis = "files" if dataset is not None else "estimated"
     judges = _as_list(roles["judges"])
     judge_prompts = {axis: load_prompt(JUDGE_PROMPTS[axis]) for axis in AXES}
