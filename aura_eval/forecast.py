@@ -115,16 +115,17 @@ def _as_list(value):
     return value if isinstance(value, list) else [value]
 
 
-def plan(config: dict, root: str | Path = ".", results: bool = True) -> _Plan:
+def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None) -> _Plan:
     """Calls and input tokens of every model stage; `results=False` reads no intermediate file
-    (the forecast before any call: the config and the raw R-Judge files only)."""
+    (the forecast before any call: the config and the raw R-Judge files only); `seeds`, when
+    given, are the run's seeds (else read or selected from `rjudge_dir`)."""
     root = Path(root)
     read = (lambda rel: _read(root, rel)) if results else (lambda rel: None)
     roles, models = config["roles"], config["models"]
     endpoint = {name: endpoint_from(name, spec) for name, spec in models.items()}
     p = _Plan()
 
-    seeds = read(FILES["seeds"]) or stratified_subset(load_seeds(root / config["rjudge_dir"]), config["seeds"])
+    seeds = seeds or read(FILES["seeds"]) or stratified_subset(load_seeds(root / config["rjudge_dir"]), config["seeds"])
     scale = len(seeds) / PAPER_SEEDS
     trajectory = sum(count_tokens([{"role": "user", "content": render_steps(s["steps"])}]) for s in seeds) / len(seeds)
 
@@ -317,10 +318,10 @@ def _bucket(model: str, limits: dict) -> str:
     return model if model in limits else provider
 
 
-def forecast(config: dict, root: str | Path = ".", results: bool = True) -> dict:
+def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None) -> dict:
     """{"rows": per stage x endpoint, "limits": per rate-limit bucket, "totals": {...}}; see the module doc."""
     root = Path(root)
-    p = plan(config, root, results)
+    p = plan(config, root, results, seeds)
     observed = observed_output_tokens(root) if results else {}
     rows = []
     for stage in STAGES:

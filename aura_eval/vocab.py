@@ -183,6 +183,11 @@ TABLES = dict([
            "Model requests per stage and model: cache hits, outcomes, tokens and cost"),
     _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
            config=("seeds", "models", "roles", "agents", "validation")),
+    _table("forecast_vs_actual", "run_tables", ["seeds", "calls"],
+           "Per stage and model: the forecast before any call (`python -m aura_eval forecast`, from the config "
+           "and the seeds: calls, tokens, dollars) beside the call logs (requests, calls sent in this run, tokens, "
+           "the answers' cost and this run's spend); dollars are empty where the model is unpriced",
+           config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction")),
     _table("construction_funnel", "construct.funnel", ["funnel"],
            "Rows left after each construction stage, beside the paper's counts"),
     _table("construction_losses", "construct.funnel", ["funnel"],

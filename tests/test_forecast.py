@@ -4,6 +4,7 @@
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -157,3 +158,23 @@ def test_the_command_prints_and_writes(run_root, capsys):
     written = json.loads((root / "fc" / "forecast.json").read_text())
     header = (root / "fc" / "forecast.csv").read_text().splitlines()[0]
     assert header.split(",") == fc.ROWS_COLUMNS and len(written["rows"]) > 0
+
+
+def test_the_report_table_puts_the_forecast_beside_the_call_logs():
+    from aura_eval.run_tables import forecast_vs_actual
+
+    predicted = [{"stage": "rollout", "endpoint": "a", "calls": 10, "tokens_in": 1000, "tokens_out": 400, "usd": 0.5,
+                  "price_source": "litellm cost map"},
+                 {"stage": "judge_safety", "endpoint": "j", "calls": 4, "tokens_in": 80, "tokens_out": 20, "usd": None,
+                  "price_source": "unpriced"}]
+    call = {"tokens_in": 90, "tokens_out": 30, "cost_usd": 0.05, "attempts": 1, "cache_hit": False}
+    calls = ([{"stage": "rollout:a", "endpoint": "a", **call}] * 3
+             + [{"stage": "rollout:a.action_only", "endpoint": "a", **call, "cache_hit": True, "attempts": 0}]
+             + [{"stage": "judge_safety:a:j", "endpoint": "j", **call, "cost_usd": None}] * 2)
+    df = forecast_vs_actual(predicted, calls)
+    rollout, judge, total = (df.iloc[i].to_dict() for i in range(3))
+    assert (rollout["forecast_calls"], rollout["requests"], rollout["sent"], rollout["tokens_in"]) == (10, 4, 3, 360)
+    assert (rollout["forecast_usd"], rollout["cost_usd"], rollout["spent_usd"]) == (0.5, 0.2, 0.15)
+    assert judge["price"] == "unpriced" and pd.isna(judge["forecast_usd"]) and pd.isna(judge["cost_usd"])
+    assert (total["forecast_calls"], total["requests"], total["forecast_usd"], total["price"]) == (
+        14, 6, 0.5, "1 rows unpriced")

@@ -77,6 +77,6 @@ def test_every_registered_table_and_figure_has_its_builder():
     from aura_eval import vocab
 
     names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 31 + 7 and all(callable(vocab.builder_of(name)) for name in names)
+    assert len(names) == 32 + 7 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")
