@@ -3,6 +3,8 @@
 import sqlite3
 import threading
 
+import pytest
+
 from aura_eval.llm import Endpoint, Request
 from aura_eval.llm.budget import Budget, estimate_usd
 from aura_eval.llm.client import ModelClient
@@ -22,8 +24,12 @@ def requests(stub, n, first=0, price=PRICE, model="openai/stub-priced"):
 
 
 def spend_rows(path):
+    """(calls, their summed cost, settled calls); the running total must equal the sum."""
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT COUNT(*), SUM(cost_usd), SUM(settled) FROM spend").fetchone()
+        count, total, settled = db.execute("SELECT COUNT(*), SUM(cost_usd), SUM(settled) FROM spend").fetchone()
+        (running,) = db.execute("SELECT spent_usd FROM spend_total").fetchone()
+    assert round(running, 9) == round(total, 9)
+    return count, total, settled
 
 
 def test_calls_stop_at_the_budget_and_refusals_are_failed_results(stub, llm_settings):
@@ -87,4 +93,4 @@ def test_the_estimate_reserves_prompt_and_max_tokens(tmp_path):
     hold, spent = budget.reserve("k", "s", "m", 0.6)
     assert (spent, budget.reserve("k2", "s", "m", 0.5)) == (0.0, (None, 0.6))
     budget.settle(hold, 0.1)
-    assert budget.reserve("k2", "s", "m", 0.5)[1] == 0.1
+    assert budget.reserve("k2", "s", "m", 0.5)[1] == pytest.approx(0.1)

@@ -1,7 +1,8 @@
 """`llm.budget_usd`: no new call once the run's spend would pass the budget.
 
 The run's spend is the cost of every call sent through this cache file (`llm.cache`), by any
-job, in any rerun: a table `spend` in the cache's SQLite file, one row per call sent. Cached
+job, in any rerun: a table `spend` in the cache's SQLite file, one row per call sent, and its
+running sum in `spend_total`. Cached
 answers cost nothing; a new cache file starts a new run's spend.
 
 The bound: before a call is sent, its estimated cost at most (prompt tokens counted, plus
@@ -38,6 +39,11 @@ class Budget:
             "CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,"
             " stage TEXT, model TEXT NOT NULL, reserved_usd REAL NOT NULL, cost_usd REAL, settled INTEGER NOT NULL,"
             " at TEXT NOT NULL)")
+        # The running sum of `spend` (settled costs plus open reservations), so a check costs one
+        # row read however many calls the run has made.
+        self._db.execute("CREATE TABLE IF NOT EXISTS spend_total (id INTEGER PRIMARY KEY CHECK (id = 1),"
+                         " spent_usd REAL NOT NULL)")
+        self._db.execute("INSERT OR IGNORE INTO spend_total (id, spent_usd) VALUES (1, 0)")
 
     @classmethod
     def of(cls, llm_settings: dict):
@@ -47,12 +53,11 @@ class Budget:
 
     def spent(self) -> float:
         """Settled costs plus the reservations of calls in flight."""
-        return self._db.execute("SELECT COALESCE(SUM(CASE WHEN settled THEN cost_usd ELSE reserved_usd END), 0)"
-                                " FROM spend").fetchone()[0]
+        return self._db.execute("SELECT spent_usd FROM spend_total WHERE id = 1").fetchone()[0]
 
     def reserve(self, key: str, stage: str, model: str, estimate_usd: float) -> tuple[int | None, float]:
         """(reservation id, spend before it), or (None, spend) when the call would pass the budget."""
-        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute("BEGIN IMMEDIATE")  # the check and the reservation as one, across processes
         try:
             spent = self.spent()
             if spent + estimate_usd > self.budget:
@@ -60,14 +65,23 @@ class Budget:
             cur = self._db.execute(
                 "INSERT INTO spend (key, stage, model, reserved_usd, cost_usd, settled, at) VALUES (?, ?, ?, ?, NULL, 0, ?)",
                 (key, stage, model, estimate_usd, datetime.now(timezone.utc).isoformat(timespec="seconds")))
+            self._db.execute("UPDATE spend_total SET spent_usd = spent_usd + ? WHERE id = 1", (estimate_usd,))
             return cur.lastrowid, spent
         finally:
             self._db.execute("COMMIT")
 
     def settle(self, reservation: int, cost_usd: float | None) -> None:
         """The call's actual cost (a failed call: 0; a cost litellm could not tell: the reservation)."""
-        self._db.execute("UPDATE spend SET cost_usd = COALESCE(?, reserved_usd), settled = 1 WHERE id = ?",
-                         (cost_usd, reservation))
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            (reserved,) = self._db.execute("SELECT reserved_usd FROM spend WHERE id = ? AND settled = 0",
+                                           (reservation,)).fetchone() or (None,)
+            if reserved is not None:
+                cost = reserved if cost_usd is None else cost_usd
+                self._db.execute("UPDATE spend SET cost_usd = ?, settled = 1 WHERE id = ?", (cost, reservation))
+                self._db.execute("UPDATE spend_total SET spent_usd = spent_usd + ? WHERE id = 1", (cost - reserved,))
+        finally:
+            self._db.execute("COMMIT")
 
 
 def estimate_usd(endpoint, prompt_tokens: int) -> float | None:
