@@ -316,4 +316,6 @@ VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit", "attempts", "wai
 VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
                   "results/tables/model_calls.md",  # the same, for the report
                   "results/tables/run_summary.md",  # requests answered from the cache
+                  "results/tables/forecast_vs_actual.csv",  # calls sent and spent in this run (not cached)
+                  "results/tables/forecast_vs_actual.md",  # the same, for the report
                   "results/report/")  # the report's run section shows the summary above
