@@ -27,11 +27,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
+import string
 from collections import defaultdict
 from pathlib import Path
 
 from aura_eval.construct.funnel import PAPER_FUNNEL
-from aura_eval.construct.pairing import (classification_request, pair_request, pair_review_requests, pool_items)
+from aura_eval.construct.pairing import classification_request, pair_request, pair_review_requests, pool_items
 from aura_eval.construct.variation import relevance_request, review_requests, variation_request
 from aura_eval.judging import _request as judge_request
 from aura_eval.judging import judgeable
@@ -42,12 +44,11 @@ from aura_eval.prompts import load_prompt
 from aura_eval.rollout import rollout_request
 from aura_eval.seeds import load_seeds, stratified_subset
 from aura_eval.tagging import render_steps, tag_request
-from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, RELIABILITY_KINDS,
-                             load_taxonomy, run_name)
+from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, MODEL_STAGES, REACT,
+                             load_taxonomy, run_name, stage_group)
 
 PAPER_SEEDS = 157
-STAGES = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
-          "rollout", "judge_detection_type", "judge_safety", *(f"reliability:{k}" for k in RELIABILITY_KINDS))
+STAGES = MODEL_STAGES
 # Output tokens per call where no call log shows them yet: our estimate of a typical answer
 # (a JSON verdict, a rewritten trajectory, a thought and action), capped at max_tokens.
 DEFAULT_OUTPUT_TOKENS = {"tag_steps": 120, "relevance": 600, "vary": 2000, "review_variations": 300,
@@ -65,28 +66,26 @@ ROWS_COLUMNS = ["stage", "endpoint", "model", "provider", "batch", "calls", "tok
                 "usd_standard", "usd_batch", "price_source", "counts", "tokens", "output_from"]
 
 _litellm = None
+_TOKENS: dict[str, int] = {}  # sha256 of a prompt's messages -> its tokens (panels repeat prompts)
 
 
-def count_tokens(messages: list[dict], _memo={}) -> int:
-    """Tokens of a chat prompt (litellm's token_counter, its default tokenizer), memoised by text."""
+def count_tokens(messages: list[dict]) -> int:
+    """Tokens of a chat prompt (litellm's token_counter, its default tokenizer), memoised by text.
+    litellm is imported at the first count (seconds), never when this module is imported."""
     global _litellm
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-    if digest not in _memo:
+    if digest not in _TOKENS:
         if _litellm is None:
-            import os
-
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
             import litellm
 
             _litellm = litellm
-        _memo[digest] = int(_litellm.token_counter(model="gpt-4o", messages=messages))
-    return _memo[digest]
+        _TOKENS[digest] = int(_litellm.token_counter(model="gpt-4o", messages=messages))
+    return _TOKENS[digest]
 
 
 def _template_tokens(prompt_id: str) -> int:
     """A prompt's own tokens: the template with every placeholder empty."""
-    import string
-
     prompt = load_prompt(prompt_id)
     names = {n for text in (prompt.system, prompt.user) for n in string.Template(text).get_identifiers()}
     return count_tokens(prompt.messages(**{n: "" for n in names}))
@@ -304,13 +303,6 @@ def observed_output_tokens(root: str | Path) -> dict[tuple[str, str], float]:
                 cell[0] += row["tokens_out"]
                 cell[1] += 1
     return {key: total / n for key, (total, n) in sums.items() if n}
-
-
-def stage_group(stage: str) -> str:
-    """A call log's stage as the forecast names it: `rollout:<run>` -> rollout,
-    `reliability:<kind>:<agent>` -> reliability:<kind>."""
-    parts = stage.split(":")
-    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
 
 
 def _bucket(model: str, limits: dict) -> str:

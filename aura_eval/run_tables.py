@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from aura_eval.forecast import forecast, stage_group
+from aura_eval.forecast import forecast
 from aura_eval.jsonl import read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.stats import share, share_columns
 from aura_eval.table_files import explain
 from aura_eval.tagging import PAPER_PREFIX_COUNTS
-from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, builder, parse_run
+from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, MODEL_STAGES, PRE_EXECUTION, builder, parse_run, stage_group
 
 
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:
@@ -82,18 +82,6 @@ def empty_stages(calls: pd.DataFrame) -> list[str]:
     return out
 
 
-def stage_group(stage: str) -> str:
-    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
-    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
-    parts = stage.split(":")
-    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
-
-
-STAGE_ORDER = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
-               "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
-               "reliability:vendor_swap")
-
-
 def stage_summary(calls: list[dict]) -> pd.DataFrame:
     """Per stage (in flow order): requests, cache hits, outcomes, tokens, cost, the prompts and
     versions it sent, and its calls' summed latency (`latency_s`: seconds waiting for answers,
@@ -108,7 +96,7 @@ def stage_summary(calls: list[dict]) -> pd.DataFrame:
         if column not in df:
             df[column] = None
     rows = []
-    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    order = {name: i for i, name in enumerate(MODEL_STAGES)}
     for group, g in sorted(df.groupby("group"), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
         prompts = sorted({(p, v) for p, v in zip(g.get("prompt", []), g.get("prompt_version", [])) if p})
         cost = g["cost_usd"].dropna()

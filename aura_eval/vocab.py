@@ -105,6 +105,20 @@ def pair_id(source_item: str) -> str:
 RUN_SEPARATOR = "."
 
 
+# The model stages in flow order, as the call logs group them (the `stage` field without its run,
+# judge or agent: `stage_group`); the run summary and the forecast list stages in this order.
+MODEL_STAGES = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
+                "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
+                "reliability:vendor_swap")
+
+
+def stage_group(stage: str) -> str:
+    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
+    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
+    parts = stage.split(":")
+    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
+
+
 def run_name(agent: str, fmt: str) -> str:
     """File name of one agent × prompt format: `gpt-5.4` or `gpt-5.4.action_only`."""
     return agent if fmt == REACT else f"{agent}{RUN_SEPARATOR}{ACTION_ONLY}"
