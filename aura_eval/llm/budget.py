@@ -35,6 +35,9 @@ class Budget:
         self.budget = float(budget_usd)
         self._db = sqlite3.connect(Path(path), timeout=60, isolation_level=None)
         self._db.execute("PRAGMA busy_timeout=60000")
+        # As the response cache: WAL, and no fsync per commit (a crashed process loses nothing).
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,"
             " stage TEXT, model TEXT NOT NULL, reserved_usd REAL NOT NULL, cost_usd REAL, settled INTEGER NOT NULL,"
