@@ -52,9 +52,9 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.local", "llm.sim", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
-               "validation", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
+               "validation", "forecast", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
                "pipeline_figure", "paper_numbers", "audit", "render", "digest", "cache_explain", "pack", "__main__"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
