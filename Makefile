@@ -6,7 +6,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: venv browser reproduce simulate pack test test-fast lint bench clean
+.PHONY: venv browser reproduce simulate pack forecast test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ PACK ?= aura-eval-run.tar.gz
 CONFIG ?= config/config.yaml
 pack: venv
 	$(BIN)/python -m aura_eval pack $(PACK) --configfile $(CONFIG)
+
+# Calls, tokens, dollars and the wall time the rate limits imply, per stage x model, before any call
+# (from the config, and from results/ where intermediate files exist); also results/forecast/forecast.{csv,json}.
+forecast: venv
+	$(BIN)/python -m aura_eval forecast --configfile $(CONFIG)
 
 # No root needed: without Chromium the browser test is skipped with its reason (-rs prints it);
 # CI installs Chromium first (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).

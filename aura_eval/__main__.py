@@ -3,8 +3,9 @@
     python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR]
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force]
+    python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
 
-See `aura_eval.cache_explain` and `aura_eval.pack`. Errors print one line and exit 1.
+See `aura_eval.cache_explain`, `aura_eval.pack` and `aura_eval.forecast`. Errors print one line and exit 1.
 """
 
 from __future__ import annotations
@@ -32,7 +33,26 @@ def main(argv=None) -> int:
     unpack.add_argument("checkout")
     unpack.add_argument("--force", action="store_true", help="replace an earlier unpacked archive and differing "
                                                              "human-label files")
+    forecast = commands.add_parser("forecast", help="calls, tokens, dollars and wall time of a run, before any call")
+    forecast.add_argument("--configfile", default="config/config.yaml", help="the run's config")
+    forecast.add_argument("--root", default=".", help="the working directory of the run (its results/, raw data)")
+    forecast.add_argument("--out", default="results/forecast", help="where forecast.csv and forecast.json go")
+    forecast.add_argument("--no-results", action="store_true", help="read no intermediate file: the config only")
     args = parser.parse_args(argv)
+    if args.command == "forecast":
+        import yaml
+
+        from aura_eval import forecast as fc
+
+        try:
+            config = yaml.safe_load(open(args.configfile, encoding="utf-8"))
+        except OSError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        result = fc.forecast(config, root=args.root, results=not args.no_results)
+        sys.stdout.write(fc.text(result))
+        print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))
+        return 0
     from aura_eval.pack import PackError
 
     try:

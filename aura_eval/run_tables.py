@@ -14,12 +14,14 @@ import numpy as np
 import pandas as pd
 
 from aura_eval import cells
+from aura_eval.forecast import forecast
 from aura_eval.jsonl import iter_jsonl, read_jsonl
 from aura_eval.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.stats import share_columns
 from aura_eval.table_files import explain
 from aura_eval.tagging import PAPER_PREFIX_COUNTS
-from aura_eval.vocab import AT_TRIGGER, AXES, DOMAINS, PRE_EXECUTION, REACT, builder, parse_run, run_name
+from aura_eval.vocab import (AT_TRIGGER, AXES, DOMAINS, MODEL_STAGES, PRE_EXECUTION, REACT, builder, parse_run, run_name,
+                             stage_group)
 
 
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:
@@ -54,16 +56,7 @@ def prefix_counts(tags: list[dict], prefixes: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).astype({"paper": "Int64"})
 
 
-def stage_group(stage: str) -> str:
-    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
-    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
-    parts = stage.split(":")
-    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
-
-
-STAGE_ORDER = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
-               "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
-               "reliability:vendor_swap")
+STAGE_ORDER = MODEL_STAGES  # the stages in flow order (vocab)
 
 
 MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
@@ -294,6 +287,56 @@ def _run_summary(inputs, settings):
     totals = CallTotals.read(inputs["calls"])
     return run_summary(settings["seeds"], settings["models"], settings["roles"], len(read_jsonl(inputs["seeds"])),
                        totals.model_calls(), settings["agents"], settings.get("validation"), totals.stage_summary())
+
+
+FORECAST_COLUMNS = ["stage", "endpoint", "forecast_calls", "requests", "sent", "forecast_tokens_in", "tokens_in",
+                    "forecast_tokens_out", "tokens_out", "forecast_usd", "cost_usd", "spent_usd", "price"]
+
+
+def forecast_vs_actual(predicted: list[dict], calls: Iterable[dict]) -> pd.DataFrame:
+    """Per stage x model: the forecast before any call (`aura_eval.forecast`) beside what the call
+    logs show: requests, calls sent in this run (not from the cache), tokens, the cost of every
+    answer as its first call paid it (`cost_usd`) and of the calls sent in this run (`spent_usd`).
+    Dollars are empty where unpriced (`price` says so), never 0; a last row sums the priced ones."""
+    actual: dict[tuple, dict] = {}
+    for row in calls:
+        cell = actual.setdefault((stage_group(row["stage"]), row["endpoint"]), {
+            "requests": 0, "sent": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": None, "spent_usd": None})
+        cell["requests"] += 1
+        cell["sent"] += not row.get("cache_hit") and bool(row.get("attempts"))
+        cell["tokens_in"] += row.get("tokens_in") or 0
+        cell["tokens_out"] += row.get("tokens_out") or 0
+        if row.get("cost_usd") is not None:
+            cell["cost_usd"] = (cell["cost_usd"] or 0.0) + row["cost_usd"]
+            if not row.get("cache_hit"):
+                cell["spent_usd"] = (cell["spent_usd"] or 0.0) + row["cost_usd"]
+    predicted_by = {(r["stage"], r["endpoint"]): r for r in predicted}
+    order = [(r["stage"], r["endpoint"]) for r in predicted] + sorted(set(actual) - set(predicted_by))
+    rows = []
+    for key in order:
+        f, a = predicted_by.get(key, {}), actual.get(key, {})
+        rows.append({"stage": key[0], "endpoint": key[1], "forecast_calls": f.get("calls"),
+                     "requests": a.get("requests", 0), "sent": a.get("sent", 0),
+                     "forecast_tokens_in": f.get("tokens_in"), "tokens_in": a.get("tokens_in", 0),
+                     "forecast_tokens_out": f.get("tokens_out"), "tokens_out": a.get("tokens_out", 0),
+                     "forecast_usd": None if f.get("usd") is None else round(f["usd"], 4),
+                     "cost_usd": None if a.get("cost_usd") is None else round(a["cost_usd"], 4),
+                     "spent_usd": None if a.get("spent_usd") is None else round(a["spent_usd"], 4),
+                     "price": f.get("price_source", "not forecast")})
+    df = pd.DataFrame(rows, columns=FORECAST_COLUMNS)
+    total = {"stage": "All", "endpoint": "(priced rows for dollars)",
+             **{c: int(df[c].dropna().sum()) for c in FORECAST_COLUMNS[2:9]},
+             **{c: round(float(df[c].dropna().sum()), 4) for c in ("forecast_usd", "cost_usd", "spent_usd")},
+             "price": f"{int(df['forecast_usd'].isna().sum())} rows unpriced"}
+    df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+    return df.astype({c: "Int64" for c in FORECAST_COLUMNS[2:9]})
+
+
+@builder("forecast_vs_actual")
+def _forecast_vs_actual(inputs, settings):
+    # The forecast as it stood before any call: the config and the seeds only (results=False).
+    predicted = forecast(settings, results=False, seeds=read_jsonl(inputs["seeds"]))
+    return forecast_vs_actual(predicted["rows"], (row for path in inputs["calls"] for row in iter_jsonl(path)))
 
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:

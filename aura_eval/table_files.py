@@ -71,6 +71,10 @@ HEADERS = {
     "safety_unanimous": "Safety unanimous", "safety_majority": "Safety majority", "safety_tied": "Safety tied",
     "candidates": "Candidates", "parseable": "Parseable", "passed_gate": "Passed gate", "kept": "Kept",
     "released_rows": "Released rows",
+    # forecast beside actual (aura_eval.forecast)
+    "forecast_calls": "Calls (forecast)", "sent": "Calls sent", "forecast_tokens_in": "Tokens in (forecast)",
+    "forecast_tokens_out": "Tokens out (forecast)", "forecast_usd": "USD (forecast)", "spent_usd": "Spent (USD)",
+    "price": "Price from",
 }
 # Where one table's column means something else than elsewhere.
 TABLE_HEADERS = {

@@ -105,6 +105,20 @@ def pair_id(source_item: str) -> str:
 RUN_SEPARATOR = "."
 
 
+# The model stages in flow order, as the call logs group them (the `stage` field without its run,
+# judge or agent: `stage_group`); the run summary and the forecast list stages in this order.
+MODEL_STAGES = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
+                "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
+                "reliability:vendor_swap")
+
+
+def stage_group(stage: str) -> str:
+    """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
+    `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
+    parts = stage.split(":")
+    return ":".join(parts[:2]) if parts[0] == "reliability" else parts[0]
+
+
 def run_name(agent: str, fmt: str) -> str:
     """File name of one agent × prompt format: `gpt-5.4` or `gpt-5.4.action_only`."""
     return agent if fmt == REACT else f"{agent}{RUN_SEPARATOR}{ACTION_ONLY}"
@@ -191,6 +205,13 @@ TABLES = dict([
            not_items="it counts model requests; each is a row of the call logs under results/calls/"),
     _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
            config=("seeds", "models", "roles", "agents", "validation")),
+    _table("forecast_vs_actual", "run_tables", ["seeds", "calls"],
+           "Per stage and model: the forecast before any call (`python -m aura_eval forecast`, from the config "
+           "and the seeds: calls, tokens, dollars) beside the call logs (requests, calls sent in this run, tokens, "
+           "the answers' cost and this run's spend); dollars are empty where the model is unpriced",
+           config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
+           not_items="it counts model requests, tokens and dollars; each request is a row of the call logs under "
+                     "results/calls/"),
     _table("construction_funnel", "construct.funnel", ["funnel"],
            "Rows left after each construction stage, beside the paper's counts",
            not_items=("it counts construction candidates; the audit index lists every excluded one with its "
@@ -327,4 +348,7 @@ VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit", "attempts", "wai
 VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
                   "results/tables/model_calls.md",  # the same, for the report
                   "results/tables/run_summary.md",  # requests answered from the cache
+                  "results/tables/forecast_vs_actual.csv",  # calls sent and spent in this run (not cached)
+                  "results/tables/forecast_vs_actual.md",  # the same, for the report
+                  "results/forecast/",  # `make forecast`'s output: what existed when it ran (no rule writes it)
                   "results/report/")  # the report's run section shows the summary above

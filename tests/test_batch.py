@@ -307,26 +307,22 @@ def test_refused_submission_and_unsupported_params_are_failed_results(batch_stub
 
 
 def test_batch_cost_prices():
-    from aura_eval.llm.client import litellm_module
-
-    lit = litellm_module()
-
     def endpoint(model, price=None):
         return Endpoint(name="m", model=model, batch=True, price=price)
 
     # litellm's map has batch prices for gpt-4o-mini: 0.075 and 0.30 USD per million tokens.
-    assert batch_cost(endpoint("openai/gpt-4o-mini"), 1_000_000, 1_000_000, lit) == pytest.approx(0.375)
+    assert batch_cost(endpoint("openai/gpt-4o-mini"), 1_000_000, 1_000_000) == pytest.approx(0.375)
     # gpt-4 has no batch price in the map: half its 30 and 60 USD per million tokens.
-    assert batch_cost(endpoint("openai/gpt-4"), 1_000_000, 1_000_000, lit) == pytest.approx(45.0)
+    assert batch_cost(endpoint("openai/gpt-4"), 1_000_000, 1_000_000) == pytest.approx(45.0)
     # The map wins over the entry; the entry's batch price, else half its price, where the map has none.
     assert batch_cost(endpoint("openai/gpt-4o-mini", {"batch_input_per_mtok": 9, "batch_output_per_mtok": 9}),
-                      1_000_000, 1_000_000, lit) == pytest.approx(0.375)
+                      1_000_000, 1_000_000) == pytest.approx(0.375)
     assert batch_cost(endpoint("openai/unmapped", {"batch_input_per_mtok": 1.0, "batch_output_per_mtok": 3.0,
                                                     "input_per_mtok": 5, "output_per_mtok": 5}),
-                      2_000_000, 1_000_000, lit) == pytest.approx(5.0)
+                      2_000_000, 1_000_000) == pytest.approx(5.0)
     assert batch_cost(endpoint("openai/unmapped", {"input_per_mtok": 2.0, "output_per_mtok": 8.0}),
-                      1_000_000, 1_000_000, lit) == pytest.approx(5.0)
-    assert batch_cost(endpoint("openai/unmapped"), 10, 10, lit) is None  # unpriced, never $0
+                      1_000_000, 1_000_000) == pytest.approx(5.0)
+    assert batch_cost(endpoint("openai/unmapped"), 10, 10) is None  # unpriced, never $0
 
 
 def test_batch_on_a_provider_without_batch_api_is_a_config_error():

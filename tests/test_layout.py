@@ -12,10 +12,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "jsonl", "stats", "cells", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel", "stage", "seeds", "tagging",
-        "construct",
+        "llm.cache", "llm.pricing", "llm.budget", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel",
+        "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
-        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "reasons", "analysis",
+        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "forecast", "reasons", "analysis",
         "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",
         "cache_explain", "pack", "__main__"]
 
@@ -53,9 +53,10 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.local", "llm.sim", "llm.batch", "llm.client", "stage", "seeds", "tagging", "construct.variation",
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.local", "llm.sim",
+               "llm.batch", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
-               "validation", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
+               "validation", "forecast", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
                "pipeline_figure", "paper_numbers", "audit", "render", "digest", "cache_explain", "pack", "__main__"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -78,6 +79,6 @@ def test_every_registered_table_and_figure_has_its_builder():
     from aura_eval import vocab
 
     names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 31 + 7 and all(callable(vocab.builder_of(name)) for name in names)
+    assert len(names) == 32 + 7 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")

@@ -377,7 +377,8 @@ def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
     work, settings = sim_run
     frame = analysis.read_frame(work / "results/analysis/labels_long.csv")
     assert sorted(set(TABLES) - set(LINKED)) == [  # tables of definitions, or counts from before any item exists
-        "construction_funnel", "construction_losses", "model_calls", "prefix_counts", "prompt_templates",
+        "construction_funnel", "construction_losses", "forecast_vs_actual", "model_calls", "prefix_counts",
+        "prompt_templates",
         "run_summary", "seed_composition", "table1_risk_mechanisms", "table28_pair_review_examples",
         "table2_evaluation_taxonomy", "table34_case_study", "variations_by_dimension"]
     checked = 0

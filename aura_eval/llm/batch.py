@@ -26,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from aura_eval.llm import pricing
 from aura_eval.llm.cache import cache_key
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
 from aura_eval.workflow_config import BATCH_PROVIDERS
@@ -48,30 +49,16 @@ class Status:
     raw: object
 
 
-def batch_price(endpoint: Endpoint, litellm) -> tuple[float, float] | None:
-    """USD per input and per output token of a batch call: litellm's cost map where it prices the
-    model (its batch price fields, else half its price), else the model entry's `price`
-    (`batch_input_per_mtok` / `batch_output_per_mtok`, else half of `input_per_mtok` /
-    `output_per_mtok`); None (unpriced, never $0) when neither does."""
-    try:
-        info = litellm.get_model_info(endpoint.model)
-    except Exception:  # not in the map
-        info = {}
-    if info.get("input_cost_per_token") is not None and info.get("output_cost_per_token") is not None:
-        return (info.get("input_cost_per_token_batches") or info["input_cost_per_token"] / 2,
-                info.get("output_cost_per_token_batches") or info["output_cost_per_token"] / 2)
-    price = endpoint.price or {}
-    if "batch_input_per_mtok" in price and "batch_output_per_mtok" in price:
-        return price["batch_input_per_mtok"] / 1e6, price["batch_output_per_mtok"] / 1e6
-    if "input_per_mtok" in price and "output_per_mtok" in price:
-        return price["input_per_mtok"] / 2e6, price["output_per_mtok"] / 2e6
-    return None
+def batch_price(endpoint: Endpoint) -> tuple[float, float] | None:
+    """USD per input and per output token of a batch call (`pricing.per_token` with batch=True:
+    litellm's cost map, else the model entry's `price`); None (unpriced, never $0) when neither prices it."""
+    rates = pricing.per_token(endpoint.model, endpoint.price, batch=True)
+    return None if rates is None else rates[:2]
 
 
-def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None, litellm) -> float | None:
+def batch_cost(endpoint: Endpoint, tokens_in: int | None, tokens_out: int | None) -> float | None:
     """The batch price of one call in USD (`batch_price`); None when unpriced or without token counts."""
-    per = batch_price(endpoint, litellm)
-    return _cost(per, tokens_in, tokens_out)
+    return _cost(batch_price(endpoint), tokens_in, tokens_out)
 
 
 def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
@@ -423,7 +410,7 @@ class BatchRun:
         row = c.cache.batch(batch_id)
         items = c.cache.batch_items(batch_id)
         latency = max(0.0, time.time() - _epoch(row["submitted_at"]))
-        per_token = batch_price(self.endpoint_of[batch_id], self.litellm())  # once: the lookup costs ms
+        per_token = batch_price(self.endpoint_of[batch_id])  # once per batch
         outcomes: dict[str, tuple[str, str | None]] = {}
         stored_of: dict[str, dict] = {}
         for key, record, error in adapter.answers(status) if status.raw is not None else ():

@@ -24,7 +24,8 @@ import tenacity
 from tqdm import tqdm
 
 from aura_eval.jsonl import write_jsonl
-from aura_eval.llm import local, sim
+from aura_eval.llm import local, pricing, sim
+from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
@@ -184,6 +185,7 @@ class ModelClient:
         self.calls_made = 0  # provider calls actually sent (retries included)
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
+        self.budget = Budget.of(llm_settings)  # None without llm.budget_usd
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
@@ -306,7 +308,15 @@ class ModelClient:
             return result
         if self.replay:
             self._replay_miss(req, described, key)
+        hold, refused = self._reserve(req, key)
+        if refused is not None:
+            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                                   reason="budget")
+            return Result(request=req, status="failed", error=refused, key=key, latency_s=0.0,
+                          call={name: None for name in CALL_FIELDS} | {"params": self._params(req)})
         response, error, attempts = await self._with_retries(req, described)
+        if hold is not None:
+            self.budget.settle(hold, 0.0 if error is not None else response["cost_usd"])
         if error is not None:
             self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
                                    reason="failed")
@@ -327,6 +337,18 @@ class ModelClient:
                              f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
                              f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
                              f"names what differs from the nearest cached request)")
+
+    def _reserve(self, req: Request, key: str) -> tuple[int | None, str | None]:
+        """(reservation, None), or (None, why) when `llm.budget_usd` refuses the call (budget.py)."""
+        if self.budget is None:
+            return None, None
+        estimate = estimate_usd(req.endpoint, litellm_module().token_counter(model=req.endpoint.model,
+                                                                               messages=req.messages))
+        if estimate is None:
+            return None, (f"budget set (llm.budget_usd) but model {req.endpoint.model!r} of endpoint "
+                          f"{req.endpoint.name!r} has no price: add `price` to its entry under models")
+        hold, spent = self.budget.reserve(key, self.stage, req.endpoint.model, estimate)
+        return (hold, None) if hold is not None else (None, refusal_text(self.budget.budget, spent))
 
     async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
         """(response record, None, attempts) or (None, error text, attempts) once retries are spent.
@@ -371,8 +393,9 @@ class ModelClient:
         if cost is None:
             try:
                 cost = float(litellm_module().completion_cost(completion_response=resp))
-            except Exception:  # price unknown for this model
-                cost = None
+            except Exception:  # price unknown to litellm: the model entry's `price`, if any
+                usage_in, usage_out = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+                cost = pricing.cost_usd(req.endpoint, usage_in, usage_out)
         return {"content": self.scrub(choice.message.content), "finish_reason": choice.finish_reason,
                 "tokens_in": getattr(usage, "prompt_tokens", None),
                 "tokens_out": getattr(usage, "completion_tokens", None),

@@ -1,0 +1,180 @@
+"""The forecast: calls per stage x model from the config and the files that exist, tokens, dollars
+(unpriced never $0, batch at half price), the wall time the rate limits imply, and the paper's run."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from aura_eval import forecast as fc
+from aura_eval.__main__ import main
+from aura_eval.seeds import load_seeds
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name):
+    return yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
+
+
+def by_cell(result):
+    return {(r["stage"], r["endpoint"]): r for r in result["rows"]}
+
+
+def calls_of(result, stage):
+    return {endpoint: r["calls"] for (s, endpoint), r in by_cell(result).items() if s == stage}
+
+
+@pytest.fixture
+def run_root(tmp_path):
+    """A working directory with the raw R-Judge files and a dataset of 5 items, 3 rollouts judgeable."""
+    (tmp_path / "data" / "raw").mkdir(parents=True)
+    (tmp_path / "data" / "raw" / "rjudge").symlink_to(ROOT / "data" / "raw" / "rjudge")
+    seeds = load_seeds(ROOT / "data" / "raw" / "rjudge")[:5]
+    items = [{"item_id": f"{s['seed_id']}.original", "seed_id": s["seed_id"], "domain": s["domain"],
+              "profile": s["profile"], "steps": s["steps"], "pair_label": "NSP", "dimension": "original",
+              "reference_rationale": s["risk_description"]} for s in seeds]
+    (tmp_path / "results" / "dataset").mkdir(parents=True)
+    (tmp_path / "results" / "dataset" / "aura_eval.jsonl").write_text(
+        "".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    return tmp_path, items
+
+
+def test_calls_follow_the_config_and_the_dataset(run_root):
+    root, items = run_root
+    config = load(".test/config/two_seeds.yaml")
+    result = fc.forecast(config, root=root)
+    rows = len(items)
+    roles, rel = config["roles"], config["reliability"]
+    (agent,) = config["agents"]
+    subset = min(config["action_only"]["n_items"], rows)  # the agent answers the action-only prompt too
+    assert calls_of(result, "tag_steps") == {roles["tagger"]: config["seeds"]}
+    assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}
+    # Detection and type per ReAct row, type only per action-only row; safety once per row.
+    assert calls_of(result, "judge_detection_type") == {j: 2 * rows + subset for j in roles["judges"]}
+    assert calls_of(result, "judge_safety") == {j: rows + subset for j in roles["judges"]}
+    calibration = rel["calibration_items"] * len(rel["calibration_agents"])
+    assert calls_of(result, "reliability:five_judge") == {j: 3 * calibration for j in roles["validation_judges"]}
+    assert calls_of(result, "reliability:repeats") == {j: 3 * calibration * rel["repeats"] for j in roles["judges"]}
+    # Every panel judge shares the agent's vendor, so all three seats go to the replacement.
+    assert calls_of(result, "reliability:vendor_swap") == {roles["replacement_judge"]: 3 * 3 * rel["vendor_swap_items"]}
+    # Construction has no files here: the paper's funnel scaled to 2 of 157 seeds, marked estimated.
+    relevance = by_cell(result)[("relevance", roles["relevance"])]
+    assert (relevance["calls"], relevance["counts"], relevance["tokens"]) == (round(211 * 2 / 157), "estimated",
+                                                                             "estimated")
+    rollout = by_cell(result)[("rollout", "smollm2-agent")]
+    # The action-only subset has no file yet: its count follows the dataset, its prompts are estimated.
+    assert (rollout["counts"], rollout["tokens"]) == ("files", "estimated+rendered")
+    # The embedded model is free, and says so; output tokens capped at max_tokens (160 < 600).
+    assert relevance["usd"] == 0.0 and relevance["price_source"] == "in-process"
+    assert by_cell(result)[("tag_steps", "smollm2")]["tokens_out"] == 2 * 120
+    assert by_cell(result)[("relevance", roles["relevance"])]["tokens_out"] == 3 * 500
+
+
+def test_real_rollouts_are_counted(run_root):
+    root, items = run_root
+    config = load(".test/config/two_seeds.yaml")
+    rollouts = [{"item_id": i["item_id"], "status": status, "thought": thought, "action": "act"}
+                for i, (status, thought) in zip(items, [("ok", "t"), ("ok", "t"), ("ok", None), ("failed", None),
+                                                        ("unparseable", None)])]
+    (root / "results" / "rollouts").mkdir(parents=True)
+    (root / "results" / "rollouts" / "smollm2-135m.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rollouts), encoding="utf-8")
+    result = fc.forecast(config, root=root)
+    subset = config["action_only"]["n_items"]  # the action-only run has no rollouts yet
+    assert calls_of(result, "judge_detection_type")["smollm2-judge-1"] == (2 + 3) + subset
+    assert calls_of(result, "judge_safety")["smollm2-judge-1"] == 3 + subset
+
+
+def priced_mock():
+    config = load(".test/config/mock.yaml")
+    config["models"]["judge-1"]["model"] = "openai/gpt-4o"  # in litellm's map
+    config["models"]["judge-2"]["price"] = {"input_per_mtok": 2.0, "output_per_mtok": 8.0}
+    config["models"]["judge-2"]["batch"] = True
+    return config
+
+
+def test_dollars_unpriced_and_batch_at_half(run_root):
+    root, _ = run_root
+    result = fc.forecast(priced_mock(), root=root, results=False)
+    cells = by_cell(result)
+    gpt4o, priced, unpriced = (cells[("judge_safety", j)] for j in ("judge-1", "judge-2", "judge-3"))
+    assert gpt4o["usd"] == pytest.approx(gpt4o["tokens_in"] * 2.5e-6 + gpt4o["tokens_out"] * 1e-5)
+    assert gpt4o["usd_batch"] == pytest.approx(gpt4o["usd"] / 2)  # the map's *_batches fields: half
+    assert gpt4o["price_source"] == "litellm cost map"
+    # batch: true with a config price and no batch_* prices: half of it.
+    assert priced["usd"] == pytest.approx((priced["tokens_in"] * 2.0 + priced["tokens_out"] * 8.0) / 1e6 / 2)
+    assert priced["usd_standard"] == pytest.approx(2 * priced["usd"])
+    assert priced["price_source"] == "config price, half for batch"
+    assert (unpriced["usd"], unpriced["price_source"]) == (None, "unpriced")
+    printed = fc.text(result)
+    assert f"{unpriced['calls']:>8,} " in printed and "unpriced" in printed and "judge-3" in printed
+    assert result["totals"]["usd"] == pytest.approx(sum(r["usd"] for r in result["rows"] if r["usd"] is not None))
+    assert "judge-3" in result["totals"]["unpriced_models"]
+
+
+def test_wall_time_from_the_rate_limits(run_root):
+    root, _ = run_root
+    config = priced_mock()
+    config["llm"]["rate_limits"] = {"openai/gpt-4o": {"rpm": 60}}
+    result = fc.forecast(config, root=root, results=False)
+    limits = {b["bucket"]: b for b in result["limits"]}
+    gpt4o_calls = sum(r["calls"] for r in result["rows"] if r["model"] == "openai/gpt-4o")
+    assert limits["openai/gpt-4o"]["wall_s"] == pytest.approx(60.0 * gpt4o_calls / 60)
+    # judge-2 runs in batch mode: not paced by the rate limits, so not in any bucket.
+    batch_calls = sum(r["calls"] for r in result["rows"] if r["endpoint"] == "judge-2")
+    assert sum(b["calls"] for b in result["limits"]) == result["totals"]["calls"] - batch_calls
+    assert limits["openai"]["wall_s"] is None and "openai" in result["unlimited"]
+    assert result["wall_s"] == pytest.approx(60.0 * gpt4o_calls / 60)  # one stage per judge phase, one limited bucket
+    assert "no limit configured" in fc.text(result)
+
+
+def test_the_paper_config_offline_without_files(tmp_path):
+    """config/paper.yaml with no results: the paper's funnel, 1,249 rows per agent; with the ten
+    evaluated models the text does not name added as stand-ins, about the paper's 290k calls."""
+    config = load("config/paper.yaml")
+    result = fc.forecast(config, root=ROOT, results=False)
+    rollout = calls_of(result, "rollout")
+    n_action_only = len(config["action_only"]["agents"])
+    assert sum(rollout.values()) == 1249 * len(config["agents"]) + 150 * n_action_only
+    assert calls_of(result, "tag_steps") == {"claude-opus-4.6": 157}
+    assert calls_of(result, "review_pairs") == {"claude-opus-4.6": 590, "gpt-5.2": 590, "deepseek-v3.1": 590}
+    assert all(r["counts"] in ("estimated", "config") for r in result["rows"])
+    for k in range(20 - len(config["agents"])):
+        config["agents"][f"unnamed-{k}"] = {"model": "qwen3-32b-agent", "group": "open-weight", "vendor": "alibaba"}
+    total = fc.forecast(config, root=ROOT, results=False)["totals"]["calls"]
+    assert 0.9 * 290_000 < total < 1.1 * 290_000
+
+
+def test_the_command_prints_and_writes(run_root, capsys):
+    root, _ = run_root
+    configfile = root / "mock.yaml"
+    configfile.write_text(yaml.safe_dump(priced_mock()), encoding="utf-8")
+    assert main(["forecast", "--configfile", str(configfile), "--root", str(root), "--out", str(root / "fc")]) == 0
+    out = capsys.readouterr().out
+    assert "unpriced" in out and "judge_safety" in out and "written:" in out
+    written = json.loads((root / "fc" / "forecast.json").read_text())
+    header = (root / "fc" / "forecast.csv").read_text().splitlines()[0]
+    assert header.split(",") == fc.ROWS_COLUMNS and len(written["rows"]) > 0
+
+
+def test_the_report_table_puts_the_forecast_beside_the_call_logs():
+    from aura_eval.run_tables import forecast_vs_actual
+
+    predicted = [{"stage": "rollout", "endpoint": "a", "calls": 10, "tokens_in": 1000, "tokens_out": 400, "usd": 0.5,
+                  "price_source": "litellm cost map"},
+                 {"stage": "judge_safety", "endpoint": "j", "calls": 4, "tokens_in": 80, "tokens_out": 20, "usd": None,
+                  "price_source": "unpriced"}]
+    call = {"tokens_in": 90, "tokens_out": 30, "cost_usd": 0.05, "attempts": 1, "cache_hit": False}
+    calls = ([{"stage": "rollout:a", "endpoint": "a", **call}] * 3
+             + [{"stage": "rollout:a.action_only", "endpoint": "a", **call, "cache_hit": True, "attempts": 0}]
+             + [{"stage": "judge_safety:a:j", "endpoint": "j", **call, "cost_usd": None}] * 2)
+    df = forecast_vs_actual(predicted, calls)
+    rollout, judge, total = (df.iloc[i].to_dict() for i in range(3))
+    assert (rollout["forecast_calls"], rollout["requests"], rollout["sent"], rollout["tokens_in"]) == (10, 4, 3, 360)
+    assert (rollout["forecast_usd"], rollout["cost_usd"], rollout["spent_usd"]) == (0.5, 0.2, 0.15)
+    assert judge["price"] == "unpriced" and pd.isna(judge["forecast_usd"]) and pd.isna(judge["cost_usd"])
+    assert (total["forecast_calls"], total["requests"], total["forecast_usd"], total["price"]) == (
+        14, 6, 0.5, "1 rows unpriced")
