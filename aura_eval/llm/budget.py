@@ -17,11 +17,11 @@ killed mid-call leaves its reservations counted at their estimate (the safe side
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
 from aura_eval.llm import pricing
+from aura_eval.llm.cache import connect
 
 DEFAULT_OUTPUT_TOKENS = 4096  # reserved for a model whose params set no max_tokens
 
@@ -33,11 +33,7 @@ def refusal_text(budget: float, spent: float) -> str:
 class Budget:
     def __init__(self, path: str | Path, budget_usd: float):
         self.budget = float(budget_usd)
-        self._db = sqlite3.connect(Path(path), timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA busy_timeout=60000")
-        # As the response cache: WAL, and no fsync per commit (a crashed process loses nothing).
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = connect(Path(path))  # as the response cache: WAL, no fsync per commit
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,"
             " stage TEXT, model TEXT NOT NULL, reserved_usd REAL NOT NULL, cost_usd REAL, settled INTEGER NOT NULL,"

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -92,16 +93,31 @@ def cache_key(request: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def connect(path: Path, wait_s: float = 60.0) -> sqlite3.Connection:
+    """The cache file in WAL mode with a busy timeout and synchronous=NORMAL (a crashed process loses
+    nothing; only power loss can drop recent rows). Switching a new file to WAL needs a moment alone
+    with it, and SQLite answers `database is locked` at once, without waiting, while another
+    connection holds it (jobs starting together on a fresh cache): so that switch is retried."""
+    db = sqlite3.connect(path, timeout=wait_s, isolation_level=None)
+    db.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+    deadline = time.monotonic() + wait_s
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
 class ResponseCache:
     def __init__(self, path: str | Path, allow_network_fs: bool = False):
         self.path = Path(path)
         check_cache_location(self.path, allow_network_fs)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=60000")
-        # WAL with synchronous=NORMAL survives a crashed process; only power loss can drop recent rows.
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = connect(self.path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses ("
             " key TEXT PRIMARY KEY, model TEXT NOT NULL,"
