@@ -363,3 +363,23 @@ def test_workflow_tags_through_a_batch(batch_stub, tmp_path, monkeypatch):
     snakemake(work, "results/prefixes/tags.jsonl", "--forcerun", "tag_steps", "--configfile", str(path))
     assert len(batch_stub.state.submissions) == 1
     assert read_jsonl(work / "results/prefixes/tags.jsonl") == tags
+
+
+def test_the_budget_covers_batch_requests(batch_stub, settings):
+    """llm.budget_usd as for live calls: each request reserves its most cost at the batch price before
+    the batch is sent, the refused ones fail with the budget's reason, the rest settle at their cost."""
+    from aura_eval.llm.budget import estimate_usd
+    from aura_eval.llm.client import litellm_module
+
+    requests = batch_requests(batch_stub, "openai", 5)
+    estimate = estimate_usd(requests[0].endpoint, litellm_module().token_counter(
+        model=requests[0].endpoint.model, messages=requests[0].messages))
+    assert estimate == pytest.approx(20 / 2e6 + 64 * 8.0 / 2e6, rel=0.5)  # batch price: half the entry's
+    client = ModelClient({**settings, "budget_usd": 2.5 * estimate}, "t", progress=False)
+    results = client.run(requests)
+    assert [r.status for r in results] == ["ok", "ok", "failed", "failed", "failed"]
+    assert results[2].error.startswith(f"budget of ${2.5 * estimate:.4f} reached: spent $")
+    assert len(batch_stub.state.submissions) == 1 and batch_stub.state.submissions[0][2] == 2
+    with sqlite3.connect(settings["cache"]) as db:
+        count, total, settled = db.execute("SELECT COUNT(*), SUM(cost_usd), SUM(settled) FROM spend").fetchone()
+    assert (count, settled) == (2, 2) and total == pytest.approx(2 * HALF_PRICE)

@@ -252,6 +252,7 @@ class BatchRun:
         self.adapters: dict[tuple, object] = {}
         self.adapter_of: dict[str, object] = {}  # batch id -> adapter
         self.endpoint_of: dict[str, Endpoint] = {}  # batch id -> the endpoint of this job's keys in it
+        self.holds: dict[str, int] = {}  # key -> its reservation under llm.budget_usd (budget.py), settled on ingest
         self.poll_s = float(client.settings.get("batch_poll_s", DEFAULT_POLL_S))
         self.max_wait_s = float(client.settings.get("batch_max_wait_s", DEFAULT_MAX_WAIT_S))
 
@@ -319,6 +320,10 @@ class BatchRun:
         lines = []
         for key in keys:
             line, refused = adapter.line(key, described_of[key])
+            if not refused:  # the budget, as for a live call: reserve the most it can cost before sending
+                hold, refused = c._reserve(self.requests[self.waiting[key][0]], key)
+                if hold is not None:
+                    self.holds[key] = hold
             if refused:
                 self._fail(key, refused)
             else:
@@ -329,6 +334,7 @@ class BatchRun:
                 batch_id, state = adapter.create([line for _, line in chunk])
             except Exception as err:  # refused (bad request, auth, ...): recorded, a rerun tries again
                 for key, _ in chunk:
+                    self._settle(key, 0.0)
                     self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
                                auth=_is_auth(err))
                 continue
@@ -431,6 +437,8 @@ class BatchRun:
         reason = status.reason or f"{status.state} without an answer"
         for key in items:
             outcomes.setdefault(key, ("failed", reason))
+        for key, (outcome, _) in outcomes.items():
+            self._settle(key, (stored_of[key].get("cost_usd") or 0.0) if outcome == "ok" else 0.0)
         c.cache.record_batch_outcomes(batch_id, outcomes)
         c.cache.update_batch(batch_id, state=status.state, polled_at=utc_now(), ingested_at=utc_now(),
                              reason=status.reason)
@@ -442,6 +450,12 @@ class BatchRun:
                 self._answer(key, stored_of[key])
             else:
                 self._fail(key, f"batch {batch_id}: {outcomes[key][1]}")
+
+    def _settle(self, key: str, cost: float) -> None:
+        """Settle this job's reservation of `key` (if it made one) at the call's cost."""
+        hold = self.holds.pop(key, None)
+        if hold is not None:
+            self.client.budget.settle(hold, cost)
 
     def _answer(self, key: str, stored: dict) -> None:
         c = self.client
