@@ -1,6 +1,7 @@
 import glob
 import os
 import sys
+from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -68,13 +69,15 @@ def model_threads(models):
     return threads
 
 
-def model_resources(models):
+def model_resources(models, rule_jobs=None):
     """A model job's resources: its share of each rate limit its models call under (a model's own
-    key before its provider's; 1/`llm.jobs_per_rate_limit` of it), and a network-job slot."""
+    key before its provider's; 1/`llm.jobs_per_rate_limit` of it, or 1/n where only n of its rule's
+    jobs, `rule_jobs()`'s model entries, call under that key), and a network-job slot."""
 
     def requested(wildcards):
         strings = job_model_strings(models, wildcards)
-        shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"])
+        peers = [job_model_strings(entries, wildcards) for entries in rule_jobs()] if rule_jobs else None
+        shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"], peers)
         return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings))}
 
     def resource(name):
@@ -151,6 +154,21 @@ def prompt_files(*prompt_ids, taxonomy=False):
 
 def judge_model(wildcards):
     return model_entries(wildcards.judge)
+
+
+def rollout_jobs():
+    """The model entries of every rollout job of this run (the peers a rollout shares limits with)."""
+    return [model_entries(config["agents"][parse_run(run)[0]]["model"]) for run in runs()]
+
+
+def judge_jobs():
+    """The model entries of every judge job of one phase (run x judge)."""
+    return [model_entries(judge) for _ in runs() for judge in judges()]
+
+
+def reliability_jobs():
+    return [reliability_models(SimpleNamespace(kind=kind, agent=agent)) for kind in RELIABILITY_KINDS
+            for agent in reliability_agents(kind)]
 
 
 def reliability_models(wildcards):

@@ -7,7 +7,7 @@ rule rollout:
         calls=CALL_LOGS["rollout"],
     threads: model_threads(run_model)
     resources:
-        **model_resources(run_model),
+        **model_resources(run_model, rollout_jobs),
     log:
         "logs/rollout/{run}.log",
     params:
@@ -31,7 +31,7 @@ rule judge_detection_type:
         calls=CALL_LOGS["judge_detection_type"],
     threads: model_threads(judge_model)
     resources:
-        **model_resources(judge_model),
+        **model_resources(judge_model, judge_jobs),
     log:
         "logs/judge/{run}/detection_type/{judge}.log",
     params:
@@ -54,7 +54,7 @@ rule judge_safety:
         calls=CALL_LOGS["judge_safety"],
     threads: model_threads(judge_model)
     resources:
-        **model_resources(judge_model),
+        **model_resources(judge_model, judge_jobs),
     log:
         "logs/judge/{run}/safety/{judge}.log",
     params:

@@ -9,7 +9,7 @@ rule reliability:
         calls=CALL_LOGS["reliability"],
     threads: model_threads(reliability_models)
     resources:
-        **model_resources(reliability_models),
+        **model_resources(reliability_models, reliability_jobs),
     log:
         "logs/reliability/{kind}/{agent}.log",
     wildcard_constraints:

@@ -62,13 +62,23 @@ def share(limit: int, jobs: int) -> int:
     return max(1, limit // max(1, jobs))
 
 
-def job_resources(models: list[str], limits: dict, jobs: int) -> dict[str, int]:
-    """The resources one job with these models requests: a share of each governing limit."""
+def job_keys(models: list[str], limits: dict) -> set[str]:
+    """The limit keys a job with these models calls under."""
+    return {k for k in (limit_key(m, limits) for m in models) if k is not None}
+
+
+def job_resources(models: list[str], limits: dict, jobs_per_limit: int,
+                  rule_jobs: list[list[str]] | None = None) -> dict[str, int]:
+    """The resources one job with these models requests: a share of each governing limit, 1/N
+    of it where N is `jobs_per_limit`, or fewer where fewer of its rule's jobs (`rule_jobs`, the
+    models of each; None: this job alone) call under that key: a rule's only job of a provider
+    (a construction stage, one agent's rollout) gets the whole limit instead of idling the rest."""
     out: dict[str, int] = {}
-    for key in sorted({k for k in (limit_key(m, limits) for m in models) if k is not None}):
+    for key in sorted(job_keys(models, limits)):
+        peers = sum(key in job_keys(other, limits) for other in rule_jobs) if rule_jobs is not None else 1
         for kind in KINDS:
             if limits[key].get(kind) is not None:
-                out[resource_name(kind, key)] = share(int(limits[key][kind]), jobs)
+                out[resource_name(kind, key)] = share(int(limits[key][kind]), min(jobs_per_limit, max(1, peers)))
     return out
 
 
