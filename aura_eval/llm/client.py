@@ -353,6 +353,7 @@ class ModelClient:
             | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
         tokens = estimated_tokens(req.messages, req.endpoint.params) if self.pacer else 0
         if self.pacer:  # before the clock starts: waiting for the job's share is not latency
+            litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
             await self.pacer.wait(req.endpoint.model, tokens)
         called_at, start = utc_now(), time.perf_counter()
         attempts = {"n": 0, "wait_s": 0.0, "auth": False, "latency_s": 0.0}

@@ -111,9 +111,10 @@ def estimated_tokens(messages: list[dict], params: dict) -> int:
 
 
 class Pacer:
-    """Keeps one job's calls within its granted shares: one aiolimiter leaky bucket per resource,
-    holding one second's worth of the share (at least one call), so a job starts with a burst of
-    one second's calls at most and the jobs of a run together never pass the limit's rate."""
+    """Keeps one job's calls within its granted shares: one aiolimiter leaky bucket per resource
+    draining at the share's rate and holding half a second's worth (whole calls, at least one), so
+    the jobs of a run together never pass the limit's rate, and their bursts leave a provider's
+    bucket (commonly a second's worth) half a second of slack for the network's jitter."""
 
     def __init__(self, shares: dict[str, int]):
         self.shares = dict(shares)
@@ -127,7 +128,7 @@ class Pacer:
             from aiolimiter import AsyncLimiter
 
             per_s = self.shares[name] / 60
-            capacity = max(1.0, per_s)
+            capacity = max(1.0, float(math.floor(per_s / 2)))
             self._limiters[name] = AsyncLimiter(capacity, capacity / per_s)
         return self._limiters[name]
 
