@@ -75,6 +75,14 @@ def bench_config(base: dict, api_base: str, cache: str) -> dict:
                                      "repeats": 0, "vendor_swap": False}}
 
 
+def machine_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine since boot (/proc/stat): what every user's
+    processes took, ours and others', so a run on a shared machine says how busy it was."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
 def stub_stats(api_base: str) -> dict:
     with urllib.request.urlopen(f"{api_base}/stats", timeout=30) as answer:
         return json.loads(answer.read())
@@ -98,13 +106,13 @@ def run_once(cores: int) -> dict:
             targets = [f"results/labels/{run}.jsonl" for run in runs]
             env = {**os.environ, STUB_KEY_ENV: "bench-stub-key", "PYTHONPATH": str(ROOT)}
             exe = Path(sys.executable).parent / "snakemake"
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            before, machine_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu()
             start = time.perf_counter()
             proc = subprocess.run([str(exe), *targets, "--configfile", str(config_path), "--cores", str(cores),
                                    "--allowed-rules", "rollout", "judge_detection_type", "judge_safety", "labels",
                                    *(["--quiet", "all"] if not os.environ.get("BENCH_VERBOSE") else [])], cwd=work, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            after, machine_after, load = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu(), os.getloadavg()
             if proc.returncode != 0:
                 logs = "\n".join(f"{p}: {p.read_text()[-1500:]}" for p in sorted((work / "logs").rglob("*.log")))
                 raise SystemExit(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}\n{logs[-6000:]}")
@@ -127,7 +135,10 @@ def run_once(cores: int) -> dict:
             "max_in_flight": stats["max_in_flight"],
             "first_to_last_call_s": round(stats["last_accepted"] - stats["first_accepted"], 1),
             "seconds_below_90pct_of_limit": sum(n < 0.9 * full for n in per_s[:-1]),
-            "cpu_s": round(cpu, 1), "cpu_share": round(cpu / wall, 3), "machine_cores": os.cpu_count()}
+            "cpu_s": round(cpu, 1), "cpu_share": round(cpu / wall, 3), "machine_cores": os.cpu_count(),
+            "machine_busy_share": round((machine_after[0] - machine_before[0]) / (machine_after[1] - machine_before[1]),
+                                        3),
+            "load_average_1_5_15_at_end": [round(x, 2) for x in load]}
 
 
 def main() -> None:

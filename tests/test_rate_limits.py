@@ -147,15 +147,15 @@ def test_dry_run_plans_shares_threads_and_the_network_job_cap(tmp_path):
     # Two runs (ReAct and action-only) share openai's limit; the tagger is its rule's only job.
     assert shares("rollout") == [{"threads": 0, "rpm_openai": 300, "tpm_openai": 50000, "network_model_jobs": 1}] * 2
     assert shares("tag_steps") == [{"threads": 0, "rpm_openai": 600, "tpm_openai": 100000, "network_model_jobs": 1}]
-    # 2 runs x 3 judges: 4 at once (llm.jobs_per_rate_limit's default).
-    assert shares("judge_safety") == [{"threads": 0, "rpm_openai": 150, "tpm_openai": 25000,
+    # 2 runs x 3 judges: 6 jobs, fewer than llm.jobs_per_rate_limit (default 8): a sixth each.
+    assert shares("judge_safety") == [{"threads": 0, "rpm_openai": 100, "tpm_openai": 16666,
                                        "network_model_jobs": 1}] * 6
     # The constructor's own key replaces openai's.
     assert shares("relevance") == [{"threads": 0, "rpm_openai_stub_constructor": 60, "network_model_jobs": 1}]
     assert shares("labels") == [{"threads": 1}] * 2  # not a model job: no share, one core
     # A total given on the command line wins, and the shares divide it.
     again = planned(work, "--configfile", str(path), "--resources", "rpm_openai=100")
-    assert {job["rpm_openai"] for job in again["judge_safety"]} == {25}
+    assert {job["rpm_openai"] for job in again["judge_safety"]} == {16}
 
 
 def test_embedded_model_jobs_keep_their_threads(tmp_path):
