@@ -8,7 +8,10 @@ and a three-judge panel, all on the stub, run rollouts and both judge phases: ro
 calls (10,000 by default), under `llm.rate_limits: {openai: {rpm: BENCH_RPM}}`, once per
 `BENCH_CORES` (`2,8`). Reports, per run: wall time, the bound (calls / allowed rate) and their ratio
 (the goal: at most 1.1), the 429s the provider answered, and the CPU share (CPU time of Snakemake and
-its jobs over wall time). Writes benchmarks/out/rate_limits.json (BENCH_NAME renames it).
+its jobs over wall time), beside how busy the whole machine was. Writes
+benchmarks/out/rate_limits.json (BENCH_NAME renames it). BENCH_JOBS_PER_LIMIT sets
+`llm.jobs_per_rate_limit`; BENCH_VERBOSE shows Snakemake's output; BENCH_KEEP=<dir> keeps the work
+folder (logs, call logs) there.
 """
 
 import json
@@ -71,8 +74,8 @@ def bench_config(base: dict, api_base: str, cache: str) -> dict:
               for a in range(1, AGENTS + 1)}
     return config | {"llm": llm, "models": models, "roles": roles, "agents": agents,
                      "action_only": {"agents": [], "n_items": 150},
-                     "reliability": {**base["reliability"], "calibration_agents": ["agent-1"], "five_judge_panel": False,
-                                     "repeats": 0, "vendor_swap": False}}
+                     "reliability": {**base["reliability"], "calibration_agents": ["agent-1"],
+                                     "five_judge_panel": False, "repeats": 0, "vendor_swap": False}}
 
 
 def machine_cpu() -> tuple[int, int]:
@@ -110,7 +113,8 @@ def run_once(cores: int) -> dict:
             start = time.perf_counter()
             proc = subprocess.run([str(exe), *targets, "--configfile", str(config_path), "--cores", str(cores),
                                    "--allowed-rules", "rollout", "judge_detection_type", "judge_safety", "labels",
-                                   *(["--quiet", "all"] if not os.environ.get("BENCH_VERBOSE") else [])], cwd=work, env=env, capture_output=True, text=True)
+                                   *([] if os.environ.get("BENCH_VERBOSE") else ["--quiet", "all"])],
+                                  cwd=work, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - start
             after, machine_after, load = resource.getrusage(resource.RUSAGE_CHILDREN), machine_cpu(), os.getloadavg()
             if proc.returncode != 0:
