@@ -4,7 +4,8 @@
   concurrency 64): CPU per call through ModelClient vs plain litellm.acompletion
   (target: ratio <= 1.5);
 - cached calls: wall time per call when every response comes from the cache
-  (target: < 2 ms).
+  (target: < 2 ms);
+- uncached calls with a rate share too large to bind: the CPU the pacing adds.
 The stub runs in its own process, so only the client's CPU is counted.
 Writes benchmarks/out/model_module.json and prints a summary.
 """
@@ -76,6 +77,10 @@ def main():
                 requests(api_base, "ours")))
             cached_cpu, cached_wall = measure(lambda: ModelClient(settings, "bench", progress=False).run(
                 requests(api_base, "ours")))
+            # The same path with a rate share too large to bind: what pacing itself costs.
+            paced = {**settings, "rate_shares": {"rpm_openai": 10**7, "tpm_openai": 10**9}}
+            paced_cpu, paced_wall = measure(lambda: ModelClient(paced, "bench", progress=False).run(
+                requests(api_base, "paced")))
     finally:
         server.kill()
     report = {
@@ -83,6 +88,8 @@ def main():
         "plain_litellm_cpu_ms_per_call": round(1000 * plain_cpu / N_CALLS, 3),
         "model_module_cpu_ms_per_call": round(1000 * ours_cpu / N_CALLS, 3),
         "cpu_ratio_model_module_over_plain": round(ours_cpu / plain_cpu, 3),
+        "model_module_paced_cpu_ms_per_call": round(1000 * paced_cpu / N_CALLS, 3),
+        "overhead_ms_per_call_over_plain": round(1000 * (ours_cpu - plain_cpu) / N_CALLS, 3),
         "plain_calls_per_s": round(N_CALLS / plain_wall, 1), "model_module_calls_per_s": round(N_CALLS / ours_wall, 1),
         "cached_ms_per_call_wall": round(1000 * cached_wall / N_CALLS, 3),
         "cached_ms_per_call_cpu": round(1000 * cached_cpu / N_CALLS, 3),

@@ -1,11 +1,13 @@
 import glob
 import os
 import sys
+from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from aura_eval import vocab
+from aura_eval.llm import ratelimit
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheLocationError, check_cache_location
@@ -32,17 +34,73 @@ wildcard_constraints:
 # job reruns when, and only when, a value it uses changes ---------------------------------
 
 
-def model_threads():
-    """Threads of a job that may run the embedded model: llama.cpp uses them all."""
-    return min(2, workflow.cores)
+# -- what a model job reserves: threads, and a share of each rate limit it calls under -----
+# Each `llm.rate_limits` limit is a global resource whose total is the limit, so the jobs the
+# scheduler runs at once (on one machine or a cluster's many) never hold more than the whole; a
+# value given with `--resources` wins. Network model jobs reserve no core, so their number has its
+# own cap (`llm.max_network_jobs`).
+RATE_LIMITS = config["llm"]["rate_limits"]
+try:
+    _run_resources = {**ratelimit.global_resources(RATE_LIMITS),
+                      ratelimit.NETWORK_JOBS: config["llm"]["max_network_jobs"]}
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
+for _name, _total in _run_resources.items():
+    if _name in workflow.global_resources:
+        _run_resources[_name] = workflow.global_resources[_name].value
+    else:
+        workflow.register_resource(_name, _total)
+# The limits in force (`--resources` included): the shares divide these.
+RATE_LIMITS = {key: {kind: _run_resources[ratelimit.resource_name(kind, key)] for kind in spec}
+               for key, spec in RATE_LIMITS.items()}
+
+
+def job_model_strings(models, wildcards):
+    """The litellm model strings of a job's models (`models`: entries, or a function of wildcards)."""
+    return [entry["model"] for entry in (models(wildcards) if callable(models) else models)]
+
+
+def model_threads(models):
+    """A model job's threads: the embedded model's up to 2 (llama.cpp computes on them), the
+    simulator's 1, none for network models, which wait (aura_eval.llm.ratelimit.job_threads)."""
+
+    def threads(wildcards):
+        return ratelimit.job_threads(job_model_strings(models, wildcards), workflow.cores)
+
+    return threads
+
+
+def model_resources(models, rule_jobs=None):
+    """A model job's resources: its share of each rate limit its models call under (a model's own
+    key before its provider's; 1/`llm.jobs_per_rate_limit` of it, or 1/n where only n of its rule's
+    jobs, `rule_jobs()`'s model entries, call under that key), and a network-job slot."""
+
+    def requested(wildcards):
+        strings = job_model_strings(models, wildcards)
+        peers = [job_model_strings(entries, wildcards) for entries in rule_jobs()] if rule_jobs else None
+        shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"], peers)
+        return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings))}
+
+    def resource(name):
+        def value(wildcards):
+            return requested(wildcards).get(name) or None  # None: not requested (not listed)
+
+        return value
+
+    return {name: resource(name) for name in _run_resources}
 
 
 def as_list(names):
     return names if isinstance(names, list) else [names]
 
 
+# Settings that pace the calls and change no answer: resources (above), never params, so
+# changing them reruns nothing.
+PACING_SETTINGS = ("rate_limits", "jobs_per_rate_limit", "max_network_jobs")
+
+
 def llm_settings():
-    return canonical(config["llm"])
+    return canonical({key: value for key, value in config["llm"].items() if key not in PACING_SETTINGS})
 
 
 def model_entries(names):
@@ -97,6 +155,27 @@ def prompt_files(*prompt_ids, taxonomy=False):
 
 def judge_model(wildcards):
     return model_entries(wildcards.judge)
+
+
+def rollout_jobs():
+    """The model entries of every rollout job of this run (the peers a rollout shares limits with)."""
+    return [model_entries(config["agents"][parse_run(run)[0]]["model"]) for run in runs()]
+
+
+def judge_jobs():
+    """The model entries of every judge job of one phase (run x judge)."""
+    return [model_entries(judge) for _ in runs() for judge in judges()]
+
+
+def reliability_jobs():
+    return [reliability_models(SimpleNamespace(kind=kind, agent=agent)) for kind in RELIABILITY_KINDS
+            for agent in reliability_agents(kind)]
+
+
+def reliability_models(wildcards):
+    """Every model a reliability run calls: its panel and, for the vendor swap, the replacement."""
+    settings = reliability_settings(wildcards)
+    return settings["panel"] + settings.get("replacement", [])
 
 
 def reliability_settings(wildcards):

@@ -11,7 +11,9 @@ rule relevance:
         relevance="results/construct/relevance.jsonl",
         candidates="results/construct/candidates.jsonl",
         calls=CALL_LOGS["relevance"],
-    threads: model_threads()
+    threads: model_threads(role_models("relevance"))
+    resources:
+        **model_resources(role_models("relevance")),
     log:
         "logs/construct/relevance.log",
     params:
@@ -32,7 +34,9 @@ rule vary:
     output:
         variations="results/construct/variations.jsonl",
         calls=CALL_LOGS["vary"],
-    threads: model_threads()
+    threads: model_threads(role_models("generator"))
+    resources:
+        **model_resources(role_models("generator")),
     log:
         "logs/construct/vary.log",
     params:
@@ -52,7 +56,9 @@ rule review_variations:
     output:
         reviews="results/construct/variation_reviews.jsonl",
         calls=CALL_LOGS["review_variations"],
-    threads: model_threads()
+    threads: model_threads(role_models("reviewers"))
+    resources:
+        **model_resources(role_models("reviewers")),
     log:
         "logs/construct/review_variations.log",
     params:
@@ -73,7 +79,9 @@ rule classify:
     output:
         pool=FILES["pool"],
         calls=CALL_LOGS["classify"],
-    threads: model_threads()
+    threads: model_threads(role_models("classifier"))
+    resources:
+        **model_resources(role_models("classifier")),
     log:
         "logs/construct/classify.log",
     params:
@@ -93,7 +101,9 @@ rule generate_pairs:
     output:
         pairs=FILES["pairs"],
         calls=CALL_LOGS["generate_pairs"],
-    threads: model_threads()
+    threads: model_threads(role_models("pair_generator"))
+    resources:
+        **model_resources(role_models("pair_generator")),
     log:
         "logs/construct/generate_pairs.log",
     params:
@@ -113,7 +123,9 @@ rule review_pairs:
     output:
         reviews=FILES["pair_reviews"],
         calls=CALL_LOGS["review_pairs"],
-    threads: model_threads()
+    threads: model_threads(role_models("pair_reviewers"))
+    resources:
+        **model_resources(role_models("pair_reviewers")),
     log:
         "logs/construct/review_pairs.log",
     params:

@@ -5,7 +5,9 @@ rule rollout:
     output:
         rollouts="results/rollouts/{run}.jsonl",
         calls=CALL_LOGS["rollout"],
-    threads: model_threads()
+    threads: model_threads(run_model)
+    resources:
+        **model_resources(run_model, rollout_jobs),
     log:
         "logs/rollout/{run}.log",
     params:
@@ -27,7 +29,9 @@ rule judge_detection_type:
     output:
         judgments="results/judgments/{run}/detection_type/{judge}.jsonl",
         calls=CALL_LOGS["judge_detection_type"],
-    threads: model_threads()
+    threads: model_threads(judge_model)
+    resources:
+        **model_resources(judge_model, judge_jobs),
     log:
         "logs/judge/{run}/detection_type/{judge}.log",
     params:
@@ -48,7 +52,9 @@ rule judge_safety:
     output:
         judgments="results/judgments/{run}/{judge}.jsonl",
         calls=CALL_LOGS["judge_safety"],
-    threads: model_threads()
+    threads: model_threads(judge_model)
+    resources:
+        **model_resources(judge_model, judge_jobs),
     log:
         "logs/judge/{run}/safety/{judge}.log",
     params:

@@ -5,7 +5,9 @@ rule tag_steps:
     output:
         tags=FILES["tags"],
         calls=CALL_LOGS["tag_steps"],
-    threads: model_threads()
+    threads: model_threads(role_models("tagger"))
+    resources:
+        **model_resources(role_models("tagger")),
     log:
         "logs/tag_steps.log",
     params:

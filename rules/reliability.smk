@@ -7,7 +7,9 @@ rule reliability:
     output:
         rows="results/reliability/{kind}/{agent}.jsonl",
         calls=CALL_LOGS["reliability"],
-    threads: model_threads()
+    threads: model_threads(reliability_models)
+    resources:
+        **model_resources(reliability_models, reliability_jobs),
     log:
         "logs/reliability/{kind}/{agent}.log",
     wildcard_constraints:

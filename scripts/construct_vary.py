@@ -3,8 +3,9 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 
 from aura_eval.construct import variation  # noqa: E402
+from aura_eval.llm.ratelimit import job_llm  # noqa: E402
 
 counts = variation.run_variations(snakemake.input.candidates, snakemake.input.prefixes, snakemake.output.variations,
-                                  snakemake.output.calls, snakemake.params.llm, snakemake.params.models,
+                                  snakemake.output.calls, job_llm(snakemake), snakemake.params.models,
                                   snakemake.threads)
 print(f"vary: {counts}", file=sys.stderr)

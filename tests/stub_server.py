@@ -5,11 +5,17 @@ Per model name, `script[model]` is a list of behaviours consumed one per request
 "badjson" (a 200 whose content is not JSON) and "garbled" (a body that is not JSON).
 The 500 body echoes the Authorization header, and so may a responder, so a test can
 check that a key never reaches a file. "401" answers as a provider refusing the key does.
+
+`rate_limit(rpm, burst_s, per_model)` makes it a rate-limited provider: a token bucket (one per
+model, or one for the server) refilling `rpm` a minute and holding `burst_s` seconds' worth;
+a request that finds it empty is answered 429 with Retry-After (and retry-after-ms) at once and
+counted in `rate_limited`. `GET /stats` returns the counts (for a server in another process).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +34,41 @@ class StubState:
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.rpm: float | None = None  # the server-side rate limit (see rate_limit)
+        self.burst_s = 1.0
+        self.per_model = False
+        self.buckets: dict[str, list[float]] = {}  # bucket -> [tokens, last refill time]
+        self.rate_limited = 0  # 429s answered by the rate limit
+        self.accepted_at: list[float] = []  # when each request the rate limit let through arrived
+
+    def rate_limit(self, rpm: float, burst_s: float = 1.0, per_model: bool = False) -> None:
+        self.rpm, self.burst_s, self.per_model = rpm, burst_s, per_model
+
+    def take(self, model: str) -> float | None:
+        """None when the rate limit lets a request through now, else the seconds until it would."""
+        if self.rpm is None:
+            return None
+        per_s, capacity = self.rpm / 60, max(1.0, self.rpm / 60 * self.burst_s)
+        with self.lock:
+            now = time.monotonic()
+            bucket = self.buckets.setdefault(model if self.per_model else "", [capacity, now])
+            bucket[0] = min(capacity, bucket[0] + (now - bucket[1]) * per_s)
+            bucket[1] = now
+            if bucket[0] >= 1:
+                bucket[0] -= 1
+                self.accepted_at.append(now)
+                return None
+            self.rate_limited += 1
+            return (1 - bucket[0]) / per_s
+
+    def stats(self) -> dict:
+        with self.lock:
+            accepted = sorted(self.accepted_at)
+            return {"requests": len(self.requests), "rate_limited": self.rate_limited,
+                    "max_in_flight": self.max_in_flight, "accepted": len(accepted),
+                    "first_accepted": accepted[0] if accepted else None,
+                    "last_accepted": accepted[-1] if accepted else None,
+                    "accepted_per_s": _per_second(accepted)}
 
     def next_behaviour(self, model: str) -> str:
         with self.lock:
@@ -52,6 +93,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/stats"):
+            return self._send(200, json.dumps(self.server.state.stats()).encode())
+        return self._send(404, b'{"error": {"message": "not found"}}')
+
     def do_POST(self):
         state: StubState = self.server.state
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -66,6 +112,10 @@ class _Handler(BaseHTTPRequestHandler):
                 state.in_flight -= 1
 
     def _answer(self, state, body):
+        wait = state.take(body["model"])
+        if wait is not None:
+            return self._send(429, b'{"error": {"message": "rate limit reached", "type": "rate_limit"}}',
+                              {"Retry-After": str(math.ceil(wait)), "retry-after-ms": str(math.ceil(wait * 1000))})
         behaviour = state.next_behaviour(body["model"])
         time.sleep(state.latency_s)
         if behaviour == "429":
@@ -92,6 +142,16 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
         }
         self._send(200, json.dumps(reply).encode())
+
+
+def _per_second(times: list[float]) -> list[int]:
+    """Counts of `times` (sorted) per second from the first."""
+    if not times:
+        return []
+    counts = [0] * (int(times[-1] - times[0]) + 1)
+    for t in times:
+        counts[int(t - times[0])] += 1
+    return counts
 
 
 STUB_TEXT = "stub rewrite of this text"
@@ -122,6 +182,11 @@ def schema_answer(body: dict, headers=None) -> str:
     return json.dumps(schema_instance(schema))
 
 
+def model_schema_answer(body: dict, headers=None) -> str:
+    """A responder like schema_answer whose strings name the model (so models' answers differ)."""
+    return schema_answer(body, headers).replace(STUB_TEXT, f"{STUB_TEXT} by {body['model']}")
+
+
 class StubServer:
     def __init__(self):
         self.state = StubState()
@@ -143,9 +208,15 @@ class StubServer:
         self.httpd.server_close()
 
 
-def serve_in_subprocess(latency_s: float, port_queue) -> None:
-    """Target for multiprocessing: serve until killed (benchmarks keep its CPU apart)."""
+def serve_in_subprocess(latency_s: float, port_queue, rpm: float | None = None, burst_s: float = 1.0,
+                        schema_answers: bool = False) -> None:
+    """Target for multiprocessing: serve until killed (benchmarks keep its CPU apart), rate
+    limited to `rpm` when given, answering each request's schema when `schema_answers`."""
     server = StubServer()
     server.state.latency_s = latency_s
+    if rpm is not None:
+        server.state.rate_limit(rpm, burst_s)
+    if schema_answers:
+        server.state.responder = model_schema_answer
     port_queue.put(server.httpd.server_address[1])
     server.httpd.serve_forever()

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "jsonl", "stats", "cells", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.pricing", "llm.budget", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel",
+        "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel",
         "stage", "seeds", "tagging", "construct",
         "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
         "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "forecast", "reasons", "analysis",
@@ -53,7 +53,7 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.local", "llm.sim",
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "llm.sim",
                "llm.batch", "llm.client", "stage", "seeds", "tagging", "construct.variation",
                "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
                "validation", "forecast", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",

@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import time
+import warnings
 
 import tenacity
 from tqdm import tqdm
@@ -27,6 +28,7 @@ from aura_eval.jsonl import write_jsonl
 from aura_eval.llm import local, pricing, sim
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import ResponseCache, cache_key
+from aura_eval.llm.ratelimit import Pacer, estimated_tokens
 from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
 _litellm = None
@@ -172,6 +174,11 @@ class _StopAfterWait(tenacity.stop.stop_base):
         return retry_state.idle_for + self.wait(retry_state) > self.max_wait_s
 
 
+# Each `run()` is its own asyncio.run; the pacer's limiters carry their level over to the next
+# loop (their clock is the monotonic one, and no waiter outlives a run), which aiolimiter warns of.
+warnings.filterwarnings("ignore", message="This AsyncLimiter instance is being re-used across loops")
+
+
 class ModelClient:
     """Runs requests concurrently, reusing cached responses; one per stage job."""
 
@@ -186,6 +193,9 @@ class ModelClient:
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
         self.budget = Budget.of(llm_settings)  # None without llm.budget_usd
+        # The job's granted shares of the run's rate limits (`rate_shares`: {resource: per minute},
+        # see aura_eval.llm.ratelimit); every call sent, retries included, waits for its share.
+        self.pacer = Pacer(llm_settings.get("rate_shares") or {})
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
@@ -370,11 +380,17 @@ class ModelClient:
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
             stop=tenacity.stop_after_attempt(int(self.settings.get("max_retries", 5)) + 1)
             | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
+        tokens = estimated_tokens(req.messages, req.endpoint.params) if self.pacer else 0
+        if self.pacer:  # before the clock starts: waiting for the job's share is not latency
+            litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
+            await self.pacer.wait(req.endpoint.model, tokens)
         called_at, start = utc_now(), time.perf_counter()
         attempts = {"n": 0, "wait_s": 0.0, "auth": False, "latency_s": 0.0}
         try:
             async for attempt in retrying:
                 with attempt:
+                    if self.pacer and attempts["n"]:  # a retry is a call too: it waits for its share
+                        await self.pacer.wait(req.endpoint.model, tokens)
                     attempts["n"] += 1
                     self.calls_made += 1
                     resp = await litellm_module().acompletion(**kwargs)

@@ -1,0 +1,165 @@
+"""Rate limits across a run's jobs: shares as Snakemake resources, pacing inside a job, the threads a
+model job reserves, and the stub provider's own rate limit."""
+
+import asyncio
+import time
+
+import pytest
+import yaml
+
+from aura_eval.llm import ratelimit
+from aura_eval.llm.client import ModelClient, litellm_module
+from aura_eval.llm.ratelimit import Pacer
+from tests.test_llm_client import make_requests
+from tests.workflow import scratch_copy, snakemake, suite_config
+
+
+def acquisition_times(shares: dict, model: str, n: int, tokens: int = 1) -> list[float]:
+    """Seconds from the start at which each of `n` calls got through the pacer."""
+    async def go():
+        pacer, loop = Pacer(shares), asyncio.get_running_loop()
+        start, times = loop.time(), []
+
+        async def one():
+            await pacer.wait(model, tokens)
+            times.append(loop.time() - start)
+
+        await asyncio.gather(*(one() for _ in range(n)))
+        return sorted(times)
+
+    return asyncio.run(go())
+
+
+def window_counts(times: list[float], edges: list[float]) -> list[int]:
+    return [sum(lo <= t < hi for t in times) for lo, hi in zip(edges, edges[1:])]
+
+
+def test_pacer_keeps_calls_to_the_share_per_window():
+    # 300 a minute: a bucket of half a second's worth (2 calls) at once, then one every 0.2 s.
+    # The windows' edges lie midway between the expected times (0, 0, 0.2, 0.4, ..., 2.6).
+    times = acquisition_times({"rpm_openai": 300}, "openai/gpt-x", 15)
+    assert window_counts(times, [0, 0.1, 1.1, 2.1, 9]) == [2, 5, 5, 3]
+
+
+def test_pacer_takes_a_large_call_in_bucket_sized_pieces():
+    # 6,000 tokens a minute: 100 a second, a bucket of 50; a 250-token call gets through at 2.0 s.
+    (t,) = acquisition_times({"tpm_openai": 6000}, "openai/gpt-x", 1, tokens=250)
+    assert 1.95 <= t < 2.3
+    assert acquisition_times({"tpm_openai": 6000}, "anthropic/claude", 3, tokens=250) == pytest.approx(
+        [0, 0, 0], abs=0.05)  # another provider's calls are not paced by it
+
+
+def test_a_models_own_key_replaces_its_providers():
+    limits = {"openai": {"rpm": 600, "tpm": 60000}, "openai/gpt-x": {"rpm": 60}}
+    assert ratelimit.job_resources(["openai/gpt-x"], limits, 4) == {"rpm_openai_gpt_x": 60}
+    assert ratelimit.job_resources(["openai/gpt-y", "anthropic/c"], limits, 4) == {"rpm_openai": 600,
+                                                                                   "tpm_openai": 60000}
+    pacer = Pacer({"rpm_openai_gpt_x": 60, "rpm_openai": 600, "tpm_openai": 60000})
+    assert pacer.governing("openai/gpt-x", "rpm") == "rpm_openai_gpt_x"
+    assert pacer.governing("openai/gpt-x", "tpm") is None  # its own key sets no token limit
+    assert pacer.governing("openai/gpt-y", "tpm") == "tpm_openai"
+    assert pacer.governing("anthropic/c", "rpm") is None
+
+
+def test_share_divides_the_limit_among_the_rules_jobs_on_that_key():
+    limits = {"openai": {"rpm": 1000, "tpm": 90000}, "anthropic": {"rpm": 50}}
+    peers = [["openai/a"]] * 12 + [["anthropic/b"]]
+    assert ratelimit.job_resources(["openai/a"], limits, 4, peers) == {"rpm_openai": 250, "tpm_openai": 22500}
+    assert ratelimit.job_resources(["anthropic/b"], limits, 4, peers) == {"rpm_anthropic": 50}  # the only one
+    assert ratelimit.job_resources(["openai/a"], limits, 4, [["openai/a"]] * 3) == {"rpm_openai": 333,
+                                                                                    "tpm_openai": 30000}
+    assert ratelimit.share(3, 4) == 1  # never 0: every job can run
+    assert ratelimit.global_resources(limits) == {"rpm_openai": 1000, "tpm_openai": 90000, "rpm_anthropic": 50}
+    with pytest.raises(ValueError, match="'openai/gpt-4' and 'openai_gpt_4'"):
+        ratelimit.global_resources({"openai/gpt-4": {"rpm": 1}, "openai_gpt_4": {"rpm": 2}})
+
+
+def test_threads_by_model():
+    assert ratelimit.job_threads(["openai/gpt-x", "anthropic/c"], 8) == 0
+    assert ratelimit.job_threads(["aura_local/smollm2-135m-instruct"], 8) == 2
+    assert ratelimit.job_threads(["aura_local/smollm2-135m-instruct", "openai/gpt-x"], 1) == 1
+    assert ratelimit.job_threads(["aura_sim/agent"], 8) == 1
+
+
+def test_granted_reads_the_shares_of_a_jobs_resources():
+    resources = {"_cores": 0, "_nodes": 1, "tmpdir": "/tmp", "rpm_openai": 250, "tpm_openai": 9000,
+                 ratelimit.NETWORK_JOBS: 1}
+    assert ratelimit.granted(resources) == {"rpm_openai": 250, "tpm_openai": 9000}
+
+
+def test_stub_rate_limit_answers_429_with_retry_after(stub, llm_settings):
+    stub.state.rate_limit(rpm=60, burst_s=1.0)  # a bucket of one call, one more a second
+    llm_settings["max_retries"] = 0
+    results = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 2))
+    assert sorted(r.status for r in results) == ["failed", "ok"]
+    assert stub.state.rate_limited == 1 and stub.state.stats()["accepted"] == 1
+
+
+def test_paced_client_stays_under_the_providers_limit(stub, llm_settings):
+    stub.state.rate_limit(rpm=600, burst_s=1.0)
+    stub.state.latency_s = 0.05
+    litellm_module()  # its import (seconds) is not what is timed
+    start = time.perf_counter()
+    paced = ModelClient({**llm_settings, "rate_shares": {"rpm_openai": 600}}, "t", progress=False)
+    results = paced.run(make_requests(stub, 30))
+    wall = time.perf_counter() - start
+    assert [r.status for r in results] == ["ok"] * 30
+    # At exactly the provider's rate, a stalled event loop (a busy machine) can still bunch two
+    # sends into one instant; the half-second slack absorbs most, a retry the rest.
+    assert stub.state.rate_limited <= 3
+    assert 2.5 <= wall < 20  # 5 at once, then 10 a second (the top: a busy machine)
+    paced_429s = stub.state.rate_limited
+    unpaced = ModelClient({**llm_settings, "max_retries": 0}, "t", progress=False).run(
+        make_requests(stub, 30, model="openai/other"))
+    failed = sum(r.status == "failed" for r in unpaced)
+    assert failed == stub.state.rate_limited - paced_429s >= 15  # 8 in flight at 0.05 s: 160 a second offered
+
+
+def planned(work, *args) -> dict[str, list[dict]]:
+    """{rule: [{"threads": n, resource: value, ...} per job]} of a dry run's job list."""
+    dry = snakemake(work, "-n", *args)
+    jobs, current = {}, None
+    for line in dry.stdout.splitlines():
+        if line.startswith(("rule ", "localrule ")):
+            current = {"threads": 1}
+            jobs.setdefault(line.split()[1].rstrip(":"), []).append(current)
+        elif current is not None and line.strip().startswith("threads:"):
+            current["threads"] = int(line.split(":")[1])
+        elif current is not None and line.strip().startswith("resources:"):
+            for pair in line.split(":", 1)[1].split(","):
+                name, value = pair.strip().split("=")
+                current[name] = int(value) if value.isdigit() else value
+    return jobs
+
+
+def test_dry_run_plans_shares_threads_and_the_network_job_cap(tmp_path):
+    work = scratch_copy(tmp_path)
+    path = suite_config(work, "mock.yaml", "http://127.0.0.1:9/v1")
+    config = yaml.safe_load(path.read_text())
+    config["llm"]["rate_limits"] = {"openai": {"rpm": 600, "tpm": 100000}, "openai/stub-constructor": {"rpm": 60}}
+    path.write_text(yaml.safe_dump(config))
+    jobs = planned(work, "--configfile", str(path))
+
+    def shares(rule):
+        return [{k: v for k, v in job.items() if k.startswith(("rpm_", "tpm_", "network", "threads"))}
+                for job in jobs[rule]]
+
+    # Two runs (ReAct and action-only) share openai's limit; the tagger is its rule's only job.
+    assert shares("rollout") == [{"threads": 0, "rpm_openai": 300, "tpm_openai": 50000, "network_model_jobs": 1}] * 2
+    assert shares("tag_steps") == [{"threads": 0, "rpm_openai": 600, "tpm_openai": 100000, "network_model_jobs": 1}]
+    # 2 runs x 3 judges: 6 jobs, fewer than llm.jobs_per_rate_limit (default 8): a sixth each.
+    assert shares("judge_safety") == [{"threads": 0, "rpm_openai": 100, "tpm_openai": 16666,
+                                       "network_model_jobs": 1}] * 6
+    # The constructor's own key replaces openai's.
+    assert shares("relevance") == [{"threads": 0, "rpm_openai_stub_constructor": 60, "network_model_jobs": 1}]
+    assert shares("labels") == [{"threads": 1}] * 2  # not a model job: no share, one core
+    # A total given on the command line wins, and the shares divide it.
+    again = planned(work, "--configfile", str(path), "--resources", "rpm_openai=100")
+    assert {job["rpm_openai"] for job in again["judge_safety"]} == {16}
+
+
+def test_embedded_model_jobs_keep_their_threads(tmp_path):
+    work = scratch_copy(tmp_path)
+    jobs = planned(work)  # the default config: every model is the embedded one
+    assert {job["threads"] for rule in ("tag_steps", "rollout", "judge_detection_type") for job in jobs[rule]} == {2}
+    assert not any(name.startswith(("rpm_", "network")) for rule in jobs.values() for job in rule for name in job)
