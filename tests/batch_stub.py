@@ -17,7 +17,9 @@ import re
 import threading
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.stub_server import LocalServer
 
 TOKENS_IN, TOKENS_OUT = 11, 5  # the usage every answer reports
 
@@ -234,27 +236,10 @@ class _Handler(BaseHTTPRequestHandler):
         return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
-class BatchStub:
+class BatchStub(LocalServer):
     """`with BatchStub() as stub:` serves both APIs; `stub.api_base` is OpenAI-style (…/v1)."""
 
-    def __init__(self):
-        self.state = BatchStubState()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.state = self.state
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    state_class, handler = BatchStubState, _Handler
 
 
 def serve_in_subprocess(port_queue, polls_before_end: int = 1) -> None:

@@ -187,10 +187,16 @@ def model_schema_answer(body: dict, headers=None) -> str:
     return schema_answer(body, headers).replace(STUB_TEXT, f"{STUB_TEXT} by {body['model']}")
 
 
-class StubServer:
+class LocalServer:
+    """`with <subclass>() as server:` serves `handler` on a free port of 127.0.0.1 in a thread, with
+    `state` (a fresh `state_class()`) shared by its requests; `server.api_base` is OpenAI-style (…/v1)."""
+
+    state_class: type = object
+    handler: type = BaseHTTPRequestHandler
+
     def __init__(self):
-        self.state = StubState()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.state = self.state_class()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler)
         self.httpd.daemon_threads = True
         self.httpd.state = self.state
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -206,6 +212,12 @@ class StubServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class StubServer(LocalServer):
+    """The OpenAI-compatible chat stub."""
+
+    state_class, handler = StubState, _Handler
 
 
 def serve_in_subprocess(latency_s: float, port_queue, rpm: float | None = None, burst_s: float = 1.0,
