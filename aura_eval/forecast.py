@@ -38,7 +38,7 @@ from aura_eval.construct.variation import relevance_request, review_requests, va
 from aura_eval.judging import _request as judge_request
 from aura_eval.judging import judgeable
 from aura_eval.jsonl import read_jsonl
-from aura_eval.llm import pricing
+from aura_eval.llm import pricing, ratelimit
 from aura_eval.llm.types import endpoint_from
 from aura_eval.prompts import load_prompt
 from aura_eval.rollout import rollout_request
@@ -305,11 +305,6 @@ def observed_output_tokens(root: str | Path) -> dict[tuple[str, str], float]:
     return {key: total / n for key, (total, n) in sums.items() if n}
 
 
-def _bucket(model: str, limits: dict) -> str:
-    provider = model.split("/", 1)[0] if "/" in model else "default"
-    return model if model in limits else provider
-
-
 def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None) -> dict:
     """{"rows": per stage x endpoint, "limits": per rate-limit bucket, "totals": {...}}; see the module doc."""
     root = Path(root)
@@ -362,7 +357,7 @@ def wall_time(rows: list[dict], limits: dict) -> dict:
     for r in rows:
         if r["batch"]:
             continue
-        key = _bucket(r["model"], limits)
+        key = ratelimit.limit_key(r["model"], limits) or ratelimit.provider_of(r["model"])  # as the jobs pace
         b = buckets.setdefault(key, {"bucket": key, "calls": 0, "tokens": 0})
         b["calls"] += r["calls"]
         b["tokens"] += r["tokens_in"] + r["tokens_out"]

@@ -56,9 +56,6 @@ def prefix_counts(tags: list[dict], prefixes: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).astype({"paper": "Int64"})
 
 
-STAGE_ORDER = MODEL_STAGES  # the stages in flow order (vocab)
-
-
 MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
                       "tokens_in", "tokens_out", "cost_usd"]
 STAGE_COLUMNS = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
@@ -158,7 +155,7 @@ class CallTotals:
         summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
         if not self.rows:
             return pd.DataFrame(columns=STAGE_COLUMNS)
-        order = {name: i for i, name in enumerate(STAGE_ORDER)}
+        order = {name: i for i, name in enumerate(MODEL_STAGES)}
         # A version column with a gap is a float column in pandas (`v1.0`); kept so, for identical tables.
         version = float if self.missing["prompt_version"] else (lambda v: v)
         rows = []

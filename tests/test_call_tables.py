@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from aura_eval.jsonl import write_jsonl
-from aura_eval.run_tables import STAGE_ORDER, CallTotals, model_calls, run_summary, stage_group, stage_summary
+from aura_eval.run_tables import CallTotals, model_calls, run_summary, stage_group, stage_summary
 from aura_eval.table_files import build, markdown, write_csv
+from aura_eval.vocab import MODEL_STAGES
 
 
 # The tables as they were computed before streaming (every row in one DataFrame): the reference.
@@ -47,7 +48,7 @@ def reference_stage_summary(calls: list[dict]) -> pd.DataFrame:
         if column not in df:
             df[column] = None
     rows = []
-    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    order = {name: i for i, name in enumerate(MODEL_STAGES)}
     for group, g in sorted(df.groupby("group"), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
         prompts = sorted({(p, v) for p, v in zip(g.get("prompt", []), g.get("prompt_version", [])) if p})
         cost = g["cost_usd"].dropna()
