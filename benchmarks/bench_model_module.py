@@ -78,7 +78,7 @@ def main():
             cached_cpu, cached_wall = measure(lambda: ModelClient(settings, "bench", progress=False).run(
                 requests(api_base, "ours")))
             # The same path with a rate share too large to bind: what pacing itself costs.
-            paced = {**settings, "rate_shares": {"rpm_openai": 10**7, "tpm_openai": 10**9}}
+            paced = {**settings, "rate_limits_paced": {"rpm_openai": 10**7, "tpm_openai": 10**9}}
             paced_cpu, paced_wall = measure(lambda: ModelClient(paced, "bench", progress=False).run(
                 requests(api_base, "paced")))
     finally:

@@ -79,7 +79,8 @@ def model_resources(models, rule_jobs=None):
         strings = job_model_strings(models, wildcards)
         peers = [job_model_strings(entries, wildcards) for entries in rule_jobs()] if rule_jobs else None
         shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"], peers)
-        return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings))}
+        return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings)),
+                         ratelimit.PACING: ratelimit.pacing_resource(shares, RATE_LIMITS)}
 
     def resource(name):
         def value(wildcards):
@@ -87,7 +88,7 @@ def model_resources(models, rule_jobs=None):
 
         return value
 
-    return {name: resource(name) for name in _run_resources}
+    return {name: resource(name) for name in [*_run_resources, ratelimit.PACING]}
 
 
 def as_list(names):

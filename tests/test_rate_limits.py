@@ -14,17 +14,20 @@ from tests.test_llm_client import make_requests
 from tests.workflow import scratch_copy, snakemake, suite_config
 
 
-def acquisition_times(shares: dict, model: str, n: int, tokens: int = 1) -> list[float]:
-    """Seconds from the start at which each of `n` calls got through the pacer."""
+def acquisition_times(limits: dict, model: str, n: int, path, tokens: int = 1, pacers: int = 1) -> list[float]:
+    """Seconds from the start at which each of `n` calls got through, spread over `pacers` pacers on
+    one cache file (as many jobs)."""
     async def go():
-        pacer, loop = Pacer(shares), asyncio.get_running_loop()
+        shared, loop = [Pacer(limits, path) for _ in range(pacers)], asyncio.get_running_loop()
+        for pacer in shared:
+            pacer.reserve({})  # opens the file first: a new cache file's setup is not what is timed
         start, times = loop.time(), []
 
-        async def one():
-            await pacer.wait(model, tokens)
+        async def one(i):
+            await shared[i % pacers].wait(model, tokens)
             times.append(loop.time() - start)
 
-        await asyncio.gather(*(one() for _ in range(n)))
+        await asyncio.gather(*(one(i) for i in range(n)))
         return sorted(times)
 
     return asyncio.run(go())
@@ -34,19 +37,43 @@ def window_counts(times: list[float], edges: list[float]) -> list[int]:
     return [sum(lo <= t < hi for t in times) for lo, hi in zip(edges, edges[1:])]
 
 
-def test_pacer_keeps_calls_to_the_share_per_window():
+def test_pacer_keeps_calls_to_the_limit_per_window(tmp_path):
     # 300 a minute: a bucket of half a second's worth (2 calls) at once, then one every 0.2 s.
     # The windows' edges lie midway between the expected times (0, 0, 0.2, 0.4, ..., 2.6).
-    times = acquisition_times({"rpm_openai": 300}, "openai/gpt-x", 15)
+    times = acquisition_times({"rpm_openai": 300}, "openai/gpt-x", 15, tmp_path / "c.sqlite")
     assert window_counts(times, [0, 0.1, 1.1, 2.1, 9]) == [2, 5, 5, 3]
 
 
-def test_pacer_takes_a_large_call_in_bucket_sized_pieces():
+def test_jobs_on_one_cache_share_the_limit_and_take_what_is_left(tmp_path):
+    # Three jobs' pacers on one file: together exactly the one job's schedule, not three times it;
+    # and a job alone (the others finished) gets the whole limit, not a third.
+    times = acquisition_times({"rpm_openai": 300}, "openai/gpt-x", 15, tmp_path / "c.sqlite", pacers=3)
+    assert window_counts(times, [0, 0.1, 1.1, 2.1, 9]) == [2, 5, 5, 3]
+    time.sleep(0.6)  # the bucket drains
+    later = acquisition_times({"rpm_openai": 300}, "openai/gpt-x", 15, tmp_path / "c.sqlite")
+    assert window_counts(later, [0, 0.1, 1.1, 2.1, 9]) == [2, 5, 5, 3]
+
+
+def test_pacer_reserves_across_processes(tmp_path):
+    # The buckets live in the file: a reservation made by one connection (another job) delays the next.
+    path = tmp_path / "c.sqlite"
+    first, second = Pacer({"rpm_openai": 60}, path), Pacer({"rpm_openai": 60}, path)
+    assert first.reserve({"rpm_openai": 1}, now=100.0) == 0
+    assert second.reserve({"rpm_openai": 1}, now=100.0) == pytest.approx(1.0)
+    assert first.reserve({"rpm_openai": 1}, now=100.5) == pytest.approx(1.5)
+    assert second.reserve({"rpm_openai": 1}, now=200.0) == 0  # idle since: empty again
+
+
+def test_pacer_holds_a_large_call_until_the_tokens_beyond_the_bucket_drained(tmp_path):
     # 6,000 tokens a minute: 100 a second, a bucket of 50; a 250-token call gets through at 2.0 s.
-    (t,) = acquisition_times({"tpm_openai": 6000}, "openai/gpt-x", 1, tokens=250)
+    (t,) = acquisition_times({"tpm_openai": 6000}, "openai/gpt-x", 1, tmp_path / "c.sqlite", tokens=250)
     assert 1.95 <= t < 2.3
-    assert acquisition_times({"tpm_openai": 6000}, "anthropic/claude", 3, tokens=250) == pytest.approx(
-        [0, 0, 0], abs=0.05)  # another provider's calls are not paced by it
+    assert acquisition_times({"tpm_openai": 6000}, "anthropic/claude", 3, tmp_path / "c.sqlite",
+                             tokens=250) == pytest.approx([0, 0, 0], abs=0.05)  # not paced: another provider
+    pacer = Pacer({"rpm_openai": 600, "tpm_openai": 6000}, tmp_path / "d.sqlite")
+    assert pacer.reserve({"rpm_openai": 1, "tpm_openai": 250}, now=0.0) == pytest.approx(2.0)
+    # the next call waits for the token bucket (empty at 2.5 s) to hold room for its 10 tokens: at 2.1 s
+    assert pacer.reserve({"rpm_openai": 1, "tpm_openai": 10}, now=2.0) == pytest.approx(0.1)
 
 
 def test_a_models_own_key_replaces_its_providers():
@@ -54,7 +81,7 @@ def test_a_models_own_key_replaces_its_providers():
     assert ratelimit.job_resources(["openai/gpt-x"], limits, 4) == {"rpm_openai_gpt_x": 60}
     assert ratelimit.job_resources(["openai/gpt-y", "anthropic/c"], limits, 4) == {"rpm_openai": 600,
                                                                                    "tpm_openai": 60000}
-    pacer = Pacer({"rpm_openai_gpt_x": 60, "rpm_openai": 600, "tpm_openai": 60000})
+    pacer = Pacer({"rpm_openai_gpt_x": 60, "rpm_openai": 600, "tpm_openai": 60000}, None)
     assert pacer.governing("openai/gpt-x", "rpm") == "rpm_openai_gpt_x"
     assert pacer.governing("openai/gpt-x", "tpm") is None  # its own key sets no token limit
     assert pacer.governing("openai/gpt-y", "tpm") == "tpm_openai"
@@ -81,10 +108,14 @@ def test_threads_by_model():
     assert ratelimit.job_threads(["aura_sim/agent"], 8) == 1
 
 
-def test_granted_reads_the_shares_of_a_jobs_resources():
-    resources = {"_cores": 0, "_nodes": 1, "tmpdir": "/tmp", "rpm_openai": 250, "tpm_openai": 9000,
-                 ratelimit.NETWORK_JOBS: 1}
-    assert ratelimit.granted(resources) == {"rpm_openai": 250, "tpm_openai": 9000}
+def test_a_job_learns_the_whole_limits_of_its_shares():
+    limits = {"openai": {"rpm": 1000, "tpm": 90000}, "anthropic": {"rpm": 50}}
+    paced = ratelimit.pacing_resource({"rpm_openai": 250, "tpm_openai": 22500}, limits)
+    assert paced == "rpm_openai:1000/tpm_openai:90000"
+    resources = {"_cores": 0, "_nodes": 1, "tmpdir": "/tmp", "rpm_openai": 250, "tpm_openai": 22500,
+                 ratelimit.NETWORK_JOBS: 1, ratelimit.PACING: paced}
+    assert ratelimit.granted(resources) == {"rpm_openai": 1000, "tpm_openai": 90000}
+    assert ratelimit.granted({"_cores": 1, ratelimit.PACING: ""}) == {}
 
 
 def test_stub_rate_limit_answers_429_with_retry_after(stub, llm_settings):
@@ -100,7 +131,7 @@ def test_paced_client_stays_under_the_providers_limit(stub, llm_settings):
     stub.state.latency_s = 0.05
     litellm_module()  # its import (seconds) is not what is timed
     start = time.perf_counter()
-    paced = ModelClient({**llm_settings, "rate_shares": {"rpm_openai": 600}}, "t", progress=False)
+    paced = ModelClient({**llm_settings, "rate_limits_paced": {"rpm_openai": 600}}, "t", progress=False)
     results = paced.run(make_requests(stub, 30))
     wall = time.perf_counter() - start
     assert [r.status for r in results] == ["ok"] * 30
@@ -156,10 +187,15 @@ def test_dry_run_plans_shares_threads_and_the_network_job_cap(tmp_path):
     # A total given on the command line wins, and the shares divide it.
     again = planned(work, "--configfile", str(path), "--resources", "rpm_openai=100")
     assert {job["rpm_openai"] for job in again["judge_safety"]} == {16}
+    # Every job learns the whole limits it paces to (shared with the others), the override included.
+    assert {job[ratelimit.PACING] for job in jobs["judge_safety"]} == {"rpm_openai:600/tpm_openai:100000"}
+    assert {job[ratelimit.PACING] for job in jobs["relevance"]} == {"rpm_openai_stub_constructor:60"}
+    assert {job[ratelimit.PACING] for job in again["judge_safety"]} == {"rpm_openai:100/tpm_openai:100000"}
 
 
 def test_embedded_model_jobs_keep_their_threads(tmp_path):
     work = scratch_copy(tmp_path)
     jobs = planned(work)  # the default config: every model is the embedded one
     assert {job["threads"] for rule in ("tag_steps", "rollout", "judge_detection_type") for job in jobs[rule]} == {2}
-    assert not any(name.startswith(("rpm_", "network")) for rule in jobs.values() for job in rule for name in job)
+    assert not any(name.startswith(("rpm_", "network", ratelimit.PACING)) for rule in jobs.values() for job in rule
+                   for name in job)

@@ -19,7 +19,6 @@ import os
 import re
 import sys
 import time
-import warnings
 
 import tenacity
 from tqdm import tqdm
@@ -174,11 +173,6 @@ class _StopAfterWait(tenacity.stop.stop_base):
         return retry_state.idle_for + self.wait(retry_state) > self.max_wait_s
 
 
-# Each `run()` is its own asyncio.run; the pacer's limiters carry their level over to the next
-# loop (their clock is the monotonic one, and no waiter outlives a run), which aiolimiter warns of.
-warnings.filterwarnings("ignore", message="This AsyncLimiter instance is being re-used across loops")
-
-
 class ModelClient:
     """Runs requests concurrently, reusing cached responses; one per stage job."""
 
@@ -193,9 +187,10 @@ class ModelClient:
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
         self.budget = Budget.of(llm_settings)  # None without llm.budget_usd
-        # The job's granted shares of the run's rate limits (`rate_shares`: {resource: per minute},
-        # see aura_eval.llm.ratelimit); every call sent, retries included, waits for its share.
-        self.pacer = Pacer(llm_settings.get("rate_shares") or {})
+        # The run's rate limits this job calls under (`rate_limits_paced`: {resource: per minute},
+        # see aura_eval.llm.ratelimit): every call sent, retries included, waits for its turn in
+        # the limit's bucket, which all jobs on this cache file share.
+        self.pacer = Pacer(llm_settings.get("rate_limits_paced") or {}, llm_settings["cache"])
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
@@ -381,7 +376,7 @@ class ModelClient:
             stop=tenacity.stop_after_attempt(int(self.settings.get("max_retries", 5)) + 1)
             | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
         tokens = estimated_tokens(req.messages, req.endpoint.params) if self.pacer else 0
-        if self.pacer:  # before the clock starts: waiting for the job's share is not latency
+        if self.pacer:  # before the clock starts: waiting for a turn is not latency
             litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
             await self.pacer.wait(req.endpoint.model, tokens)
         called_at, start = utc_now(), time.perf_counter()
@@ -389,7 +384,7 @@ class ModelClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    if self.pacer and attempts["n"]:  # a retry is a call too: it waits for its share
+                    if self.pacer and attempts["n"]:  # a retry is a call too: it waits for its turn
                         await self.pacer.wait(req.endpoint.model, tokens)
                     attempts["n"] += 1
                     self.calls_made += 1

@@ -3,21 +3,27 @@
 Each configured key (a litellm provider, `openai`, or a `provider/model-name`) becomes two global
 resources, `rpm_<key>` and `tpm_<key>` (non-alphanumerics as `_`), whose totals are the limits. A
 model job requests a share of the key of each model it calls (a model's own key before its
-provider's), so the scheduler never runs more shares than the whole, on one machine or many; the job
-reads its granted shares from `snakemake.resources` and `Pacer` keeps its calls to them with
-aiolimiter. Also here: the threads a model job reserves. Nothing here imports litellm.
+provider's), so the scheduler never runs more shares than the whole at once: the shares bound how
+many jobs of a limit run together. The calls themselves are paced to the whole limit through one
+bucket per limit that every job shares (`Pacer`, in the cache file), so capacity one job leaves
+idle goes to the others; a job learns the whole limits from its string resource `rate_limits_paced`.
+Also here: the threads a model job reserves. Nothing here imports litellm.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
+import time
+from pathlib import Path
 
 KINDS = ("rpm", "tpm")
 # Threads of a job whose models are all behind a network: none reserved, it waits on the network
 # (Snakemake 9 accepts `threads: 0`); `NETWORK_JOBS` caps how many such jobs run at once.
 NETWORK_JOBS = "network_model_jobs"
+PACING = "rate_limits_paced"  # the string resource naming the whole limits a job paces to (pacing_resource)
 LOCAL_PROVIDER, SIM_PROVIDER = "aura_local", "aura_sim"  # the embedded llama.cpp model; the simulator
 
 
@@ -95,11 +101,19 @@ def is_network_job(models: list[str]) -> bool:
     return job_threads(models, 1) == 0
 
 
+def pacing_resource(shares: dict[str, int], limits: dict) -> str:
+    """The string resource that tells a job the whole limit of each rate resource it was granted a
+    share of (`rpm_openai:1000/tpm_openai:90000`): the job paces to the whole, shared with the other
+    jobs (see Pacer). A string resource constrains no scheduling, and no resource reruns a job."""
+    whole = {resource_name(kind, key): int(spec[kind]) for key, spec in limits.items() for kind in KINDS
+             if spec.get(kind) is not None}
+    return "/".join(f"{name}:{whole[name]}" for name in sorted(shares) if name in whole)
+
+
 def granted(resources) -> dict[str, int]:
-    """The rate shares a Snakemake job was granted (`snakemake.resources`): {resource: share}."""
-    items = resources.items() if hasattr(resources, "items") else vars(resources).items()
-    return {name: int(value) for name, value in items
-            if isinstance(name, str) and name.split("_", 1)[0] in KINDS and isinstance(value, int) and value > 0}
+    """The whole limits a Snakemake job paces to (`snakemake.resources`): {resource: per minute}."""
+    text = resources.get(PACING, "") if hasattr(resources, "get") else getattr(resources, PACING, "")
+    return {name: int(value) for name, value in (pair.split(":") for pair in str(text or "").split("/") if pair)}
 
 
 def estimated_tokens(messages: list[dict], params: dict) -> int:
@@ -111,49 +125,81 @@ def estimated_tokens(messages: list[dict], params: dict) -> int:
 
 
 class Pacer:
-    """Keeps one job's calls within its granted shares: one aiolimiter leaky bucket per resource
-    draining at the share's rate and holding half a second's worth (whole calls, at least one), so
-    the jobs of a run together never pass the limit's rate, and their bursts leave a provider's
-    bucket (commonly a second's worth) half a second of slack for the network's jitter."""
+    """Keeps the calls of every job on one cache file within the run's limits: one shared bucket per
+    rate resource (GCRA, a leaky bucket kept as its "theoretical arrival time") in that SQLite file,
+    draining at the whole limit's rate and holding half a second's worth (whole calls, at least one).
+    Each call reserves its place in one `BEGIN IMMEDIATE` transaction and sleeps until its turn, so
+    the jobs that run at once together never pass the limit, and what one job leaves unused (it is
+    starting, or has few calls left) the others take: the shares the scheduler grants only bound
+    how many jobs run on a limit at once. A call larger than the bucket waits until the tokens
+    beyond it have drained (as if taken in bucket-sized pieces). The model jobs all run on the host
+    that runs Snakemake (they are local rules), where the cache file is (it refuses a network file
+    system), so every job of a run sees the same buckets."""
 
-    def __init__(self, shares: dict[str, int]):
-        self.shares = dict(shares)
-        self._limiters: dict[str, object] = {}
+    def __init__(self, limits: dict[str, int], path=None):
+        self.limits = {name: int(per_min) for name, per_min in limits.items() if int(per_min) > 0}
+        self.path = path
+        self._db = None
 
     def __bool__(self) -> bool:
-        return bool(self.shares)
+        return bool(self.limits)
 
-    def _limiter(self, name: str):
-        if name not in self._limiters:
-            from aiolimiter import AsyncLimiter
+    def _connect(self):
+        if self._db is None:
+            from aura_eval.llm.cache import connect
 
-            per_s = self.shares[name] / 60
-            capacity = max(1.0, float(math.floor(per_s / 2)))
-            self._limiters[name] = AsyncLimiter(capacity, capacity / per_s)
-        return self._limiters[name]
+            if self.path is None:
+                raise ValueError("rate limits need the cache file (llm.cache) that holds their shared buckets")
+            self._db = connect(Path(self.path))
+            self._db.execute("CREATE TABLE IF NOT EXISTS rate_buckets (resource TEXT PRIMARY KEY, tat REAL NOT NULL)")
+        return self._db
 
     def governing(self, model: str, kind: str) -> str | None:
-        """The granted resource of `kind` that governs a model's calls: its own key's where the job
-        was granted any share of that key (a model's key replaces its provider's), else its provider's."""
-        own = any(resource_name(k, model) in self.shares for k in KINDS)
+        """The paced resource of `kind` that governs a model's calls: its own key's where the job
+        paces any limit of that key (a model's key replaces its provider's), else its provider's."""
+        own = any(resource_name(k, model) in self.limits for k in KINDS)
         name = resource_name(kind, model if own else provider_of(model))
-        return name if name in self.shares else None
+        return name if name in self.limits else None
+
+    def reserve(self, amounts: dict[str, int], now: float | None = None) -> float:
+        """Seconds until a call of `amounts` ({resource: calls or tokens}) may be sent, its place
+        reserved in every bucket. A bucket's `tat` is when it would be empty; at the send, each
+        holds at most its capacity, counting this call."""
+        db = self._connect()
+        if not amounts:
+            return 0.0
+        db.execute("BEGIN IMMEDIATE")  # the read and the reservation as one, across processes
+        try:
+            now = time.time() if now is None else now
+            rows = dict(db.execute(f"SELECT resource, tat FROM rate_buckets WHERE resource IN "
+                                   f"({','.join('?' * len(amounts))})", list(amounts)).fetchall())
+            plan = {}
+            for name, units in amounts.items():
+                per_s = self.limits[name] / 60
+                capacity = max(1.0, float(math.floor(per_s / 2)))
+                tat = rows.get(name, now)
+                # sent once the bucket has room for the call (a larger call: once it is empty and the
+                # tokens beyond its capacity have drained); it then fills by at most the capacity
+                plan[name] = (tat, max(tat, now) + (units - capacity) / per_s, min(units, capacity) / per_s)
+            send_at = max([now] + [earliest for _, earliest, _ in plan.values()])
+            for name, (tat, _, fill) in plan.items():
+                db.execute("INSERT INTO rate_buckets (resource, tat) VALUES (?, ?) ON CONFLICT (resource) DO "
+                           "UPDATE SET tat = excluded.tat", (name, max(tat, send_at) + fill))
+        finally:
+            db.execute("COMMIT")
+        return send_at - now
 
     async def wait(self, model: str, tokens: int) -> None:
-        """Return once one call of `tokens` estimated tokens fits the model's shares."""
-        name = self.governing(model, "rpm")
-        if name is not None:
-            await self._limiter(name).acquire(1)
-        name = self.governing(model, "tpm")
-        if name is not None:
-            limiter = self._limiter(name)
-            left = max(1, tokens)
-            while left > 0:  # a call larger than the bucket takes it in bucket-sized pieces
-                piece = min(left, limiter.max_rate)
-                await limiter.acquire(piece)
-                left -= piece
+        """Return once one call of `tokens` estimated tokens fits the model's limits."""
+        amounts = {name: units for name, units in ((self.governing(model, "rpm"), 1),
+                                                    (self.governing(model, "tpm"), max(1, tokens)))
+                   if name is not None}
+        if amounts:
+            delay = self.reserve(amounts)
+            if delay > 0:
+                await asyncio.sleep(delay)
 
 
 def job_llm(job) -> dict:
-    """A Snakemake job's `llm` settings (its params) with the rate shares it was granted."""
-    return {**job.params.llm, "rate_shares": granted(job.resources)}
+    """A Snakemake job's `llm` settings (its params) with the whole limits it paces to."""
+    return {**job.params.llm, "rate_limits_paced": granted(job.resources)}
