@@ -2,6 +2,7 @@
 model job reserves, and the stub provider's own rate limit."""
 
 import asyncio
+import multiprocessing
 import time
 
 import pytest
@@ -144,6 +145,44 @@ def test_paced_client_stays_under_the_providers_limit(stub, llm_settings):
         make_requests(stub, 30, model="openai/other"))
     failed = sum(r.status == "failed" for r in unpaced)
     assert failed == stub.state.rate_limited - paced_429s >= 15  # 8 in flight at 0.05 s: 160 a second offered
+
+
+def _paced_job(settings: dict, api_base: str, model: str, barrier, results) -> None:
+    """One model job in its own process: litellm loaded, then 20 calls once every job is ready."""
+    from types import SimpleNamespace
+
+    litellm_module()
+    client = ModelClient(settings, model, progress=False)
+    barrier.wait(timeout=120)
+    results.put([r.status for r in client.run(make_requests(SimpleNamespace(api_base=api_base), 20, model=model))])
+
+
+@pytest.mark.parametrize("one_cache", [True, False])
+def test_jobs_in_separate_processes_stay_under_the_limit_together(stub, llm_settings, tmp_path, one_cache):
+    # Two jobs, each told the whole 600 a minute (10 a second; the provider's bucket holds 10).
+    # On one cache file they share one bucket: 40 calls go at 10 a second between them, and the
+    # provider answers (almost) no 429. On two files (the control: two buckets) they offer 20 a
+    # second and the provider refuses about half of the excess.
+    stub.state.rate_limit(rpm=600, burst_s=1.0)
+    stub.state.latency_s = 0.05
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    settings = [{**llm_settings, "rate_limits_paced": {"rpm_openai": 600},
+                 "cache": llm_settings["cache"] if one_cache else str(tmp_path / f"cache-{x}.sqlite")} for x in "ab"]
+    jobs = [ctx.Process(target=_paced_job, args=(settings[i], stub.api_base, f"openai/stub-{x}", barrier, results))
+            for i, x in enumerate("ab")]
+    for job in jobs:
+        job.start()
+    statuses = [results.get(timeout=180) for _ in jobs]
+    for job in jobs:
+        job.join(timeout=60)
+    if one_cache:
+        assert statuses == [["ok"] * 20] * 2 and stub.state.stats()["accepted"] == 40
+        # A process's first request (litellm setting up its HTTP client) can arrive late and bunch
+        # with later ones; a retry (paced too) answers that.
+        assert stub.state.rate_limited <= 3
+    else:
+        assert stub.state.rate_limited >= 8  # (some calls may fail after their retries)
 
 
 def planned(work, *args) -> dict[str, list[dict]]:
