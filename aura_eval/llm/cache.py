@@ -20,6 +20,8 @@ memory) and working locks, which a network file system does not give: the cache 
 The `batches` and `batch_keys` tables hold the provider batches a job submitted (`aura_eval.llm.batch`):
 id, provider, model, state and times, and the keys (the batch's custom_ids) with their requests, so a
 killed job's rerun polls the batches it left open instead of submitting their requests again.
+Two more tables share the file because every job of a run must see them: `spend` and `spend_total`
+(`aura_eval.llm.budget`) and `rate_buckets`, the rate limits' shared buckets (`aura_eval.llm.ratelimit.Pacer`).
 """
 
 from __future__ import annotations
