@@ -5,7 +5,7 @@
     python -m aura_eval unpack <archive> <checkout dir> [--force]
     python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
 
-See `aura_eval.cache_explain`, `aura_eval.pack` and `aura_eval.forecast`. Errors print one line and exit 1.
+See `aura_eval.tools.cache_explain`, `aura_eval.tools.pack` and `aura_eval.analyze.forecast`. Errors print one line and exit 1.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     if args.command == "forecast":
         import yaml
 
-        from aura_eval import forecast as fc
+        from aura_eval.analyze import forecast as fc
 
         try:
             config = yaml.safe_load(open(args.configfile, encoding="utf-8"))
@@ -53,28 +53,28 @@ def main(argv=None) -> int:
         sys.stdout.write(fc.text(result))
         print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))
         return 0
-    from aura_eval.pack import PackError
+    from aura_eval.tools.pack import PackError
 
     try:
         if args.command == "cache":
-            from aura_eval.cache_explain import explain as run_explain
+            from aura_eval.tools.cache_explain import explain as run_explain
 
             text, found = run_explain(args.cache, args.query, stage=args.stage, results=args.results)
             sys.stdout.write(text)
             return 0 if found else 1
         if args.command == "pack":
-            from aura_eval.pack import pack as run_pack
+            from aura_eval.tools.pack import pack as run_pack
 
             done = run_pack(args.out, configfile=args.configfile, root=args.root)
             print(f"packed {done['files']} files ({done['cache_rows']} cached responses) into {args.out}: "
                   f"{done['bytes']:,} bytes")
             return 0
-        from aura_eval.pack import unpack as run_unpack
+        from aura_eval.tools.pack import unpack as run_unpack
 
         done = run_unpack(args.archive, args.checkout, force=args.force)
         print(f"verified {done['files']} files against the MANIFEST into {done['folder']} (code commit "
               f"{done['code_commit']}); replay offline with:\n  cd {args.checkout} && {done['replay']}\n"
-              f"then compare: python -m aura_eval.digest . | diff - packed/STABLE_DIGESTS.sha256")
+              f"then compare: python -m aura_eval.tools.digest . | diff - packed/STABLE_DIGESTS.sha256")
         return 0
     except (PackError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

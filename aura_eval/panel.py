@@ -7,7 +7,7 @@ built from these three pieces: one member's request, one member's ballot, the ta
 from __future__ import annotations
 
 from aura_eval.llm.types import Endpoint, Request, Result
-from aura_eval.stats import consensus, vote
+from aura_eval.util.stats import consensus, vote
 
 
 def member_requests(item_id: str, members: list[Endpoint], prompt, messages: list[dict], role: str,

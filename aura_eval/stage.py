@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from aura_eval.jsonl import read_jsonl, write_jsonl
+from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.llm.types import STATUSES, Request, Result
 
 

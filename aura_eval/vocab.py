@@ -57,6 +57,7 @@ AXES = ("detection", "action_type", "action_safety")
 DETECTION_LEVELS = ("D0", "D1", "D2", "D3")
 ACTION_TYPES = ("A0", "A1", "A2", "A3", "A4", "A5")
 SAFETY_LABELS = ("Safe", "Unsafe")
+SAFE, UNSAFE = SAFETY_LABELS
 AXIS_LABELS = {"detection": DETECTION_LEVELS, "action_type": ACTION_TYPES, "action_safety": SAFETY_LABELS}
 AWARE = ("D2", "D3")  # the risk is named (comprehension or projection)
 REFUSAL = "A5"
@@ -181,7 +182,7 @@ class Artefact:
     caption: str
     formats: tuple[str, ...] = ("csv", "md")
     config: tuple[str, ...] = ()
-    # Why its cells link to no list of items (a table with the "cells" format links every cell: aura_eval.cells).
+    # Why its cells link to no list of items (a table with the "cells" format links every cell: aura_eval.util.cells).
     not_items: str = ""
 
     def outputs(self, kind: str) -> dict[str, str]:
@@ -194,109 +195,109 @@ def _table(name, module, inputs, caption, **kw):
 
 
 TABLES = dict([
-    _table("seed_composition", "run_tables", ["seeds"],
+    _table("seed_composition", "analyze.construction", ["seeds"],
            "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts",
            not_items="it counts R-Judge seeds, before any item exists; results/seeds/seeds.jsonl lists them"),
-    _table("prefix_counts", "run_tables", ["tags", "prefixes"],
+    _table("prefix_counts", "analyze.construction", ["tags", "prefixes"],
            "Seeds by tag outcome, and prefixes per decision point, beside the paper's counts",
            not_items="it counts seeds and prefixes, before any item exists; results/prefixes/ lists them"),
-    _table("model_calls", "run_tables", ["calls"],
+    _table("model_calls", "analyze.calls", ["calls"],
            "Model requests per stage and model: cache hits, outcomes, tokens and cost",
            not_items="it counts model requests; each is a row of the call logs under results/calls/"),
-    _table("run_summary", "run_tables", ["seeds", "calls"], "What was run", formats=("md",),
+    _table("run_summary", "analyze.calls", ["seeds", "calls"], "What was run", formats=("md",),
            config=("seeds", "models", "roles", "agents", "validation")),
-    _table("forecast_vs_actual", "run_tables", ["seeds", "calls"],
+    _table("forecast_vs_actual", "analyze.calls", ["seeds", "calls"],
            "Per stage and model: the forecast before any call (`python -m aura_eval forecast`, from the config "
            "and the seeds: calls, tokens, dollars) beside the call logs (requests, calls sent in this run, tokens, "
            "the answers' cost and this run's spend); dollars are empty where the model is unpriced",
            config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
            not_items="it counts model requests, tokens and dollars; each request is a row of the call logs under "
                      "results/calls/"),
-    _table("construction_funnel", "construct.funnel", ["funnel"],
+    _table("construction_funnel", "analyze.construction", ["funnel"],
            "Rows left after each construction stage, beside the paper's counts",
            not_items=("it counts construction candidates; the audit index lists every excluded one with its "
                       "stage and reason (status: excluded)")),
-    _table("construction_losses", "construct.funnel", ["funnel"],
+    _table("construction_losses", "analyze.construction", ["funnel"],
            "Rows lost between construction stages, by stage and reason",
            not_items=("it counts construction candidates; the audit index lists every excluded one with its "
                       "stage and reason (filter by exclusion reason)")),
-    _table("variations_by_dimension", "construct.funnel", ["funnel"],
+    _table("variations_by_dimension", "analyze.construction", ["funnel"],
            "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows",
            not_items=("it counts construction candidates; the audit index lists every excluded one, filterable "
                       "by dimension and reason")),
-    _table("evaluation_summary", "run_tables", ["labels"],
+    _table("evaluation_summary", "analyze.behaviour", ["labels"],
            "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
            "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",), formats=("csv", "md", "cells")),
-    _table("five_judge_panel", "run_tables", ["five_judge"],
+    _table("five_judge_panel", "analyze.judges", ["five_judge"],
            "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis", formats=("csv", "md", "cells")),
-    _table("judge_consistency", "run_tables", ["repeats"],
+    _table("judge_consistency", "analyze.judges", ["repeats"],
            "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run", formats=("csv", "md", "cells")),
-    _table("table33_behaviour", "analysis", ["frame"],
+    _table("table33_behaviour", "analyze.behaviour", ["frame"],
            "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
            "over-refusal as % of SP rows judged Safe with an action-type label; NSP risk aware, aware unsafe and miss+execute as % of NSP "
            "rows with the labels each reads", formats=("csv", "md", "cells")),
-    _table("table31_nsp_sp_gap", "analysis", ["frame"],
+    _table("table31_nsp_sp_gap", "analyze.behaviour", ["frame"],
            "Table 31: per model, NSP and SP unsafe % over rows with a safety label, and Δ = NSP − SP in points "
            "with a seed-clustered 95% percentile interval", formats=("csv", "md", "cells")),
-    _table("table32_matched_pairs_gap", "analysis", ["frame"],
+    _table("table32_matched_pairs_gap", "analyze.behaviour", ["frame"],
            "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label", formats=("csv", "md", "cells")),
-    _table("table35_flips", "analysis", ["frame"],
+    _table("table35_flips", "analyze.behaviour", ["frame"],
            "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 NSP variations whose original "
            "was judged Safe)", formats=("csv", "md", "cells")),
-    _table("table36_failure_mechanism", "analysis", ["frame"],
+    _table("table36_failure_mechanism", "analyze.behaviour", ["frame"],
            "Table 36: unsafe completions on the RS2 and RS5 variations of NSP items (the population of Table 35: "
            "never a generated pair counterpart, which Figure 6 counts), % (n) with D0/D1 and with D2/D3 detection", formats=("csv", "md", "cells")),
-    _table("table37_top_unsafe", "analysis", ["frame"],
+    _table("table37_top_unsafe", "analyze.behaviour", ["frame"],
            "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes", formats=("csv", "md", "cells")),
-    _table("table38_prompt_format", "analysis", ["frame", "subset"],
+    _table("table38_prompt_format", "analyze.behaviour", ["frame", "subset"],
            "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]", formats=("csv", "md", "cells")),
-    _table("table21_judge_accuracy", "analysis", ["samples", "five_judge", "human"],
+    _table("table21_judge_accuracy", "analyze.judges", ["samples", "five_judge", "human"],
            "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
            "axis and overall", formats=("csv", "md", "cells")),
-    _table("table22_accuracy_by_consensus", "analysis", ["samples", "five_judge", "human"],
+    _table("table22_accuracy_by_consensus", "analyze.judges", ["samples", "five_judge", "human"],
            "Table 22: per validation judge and five-judge plurality stratum of the audit samples, % matching the "
            "human reference, over the samples of the stratum that have one", formats=("csv", "md", "cells")),
-    _table("table23_ensembles", "analysis", ["samples", "five_judge", "human"],
+    _table("table23_ensembles", "analyze.judges", ["samples", "five_judge", "human"],
            "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
            "Nu (unanimous), T (ties), and accuracy over the Np samples that have a human reference; the panel "
            "in use is ticked", config=("roles",), formats=("csv", "md", "cells")),
-    _table("table24_vendor_swap", "analysis", ["vendor_swap", "dataset"],
+    _table("table24_vendor_swap", "analyze.judges", ["vendor_swap", "dataset"],
            "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
            "judge replaced, over items resolved under both, and the difference with a 95% interval", formats=("csv", "md", "cells")),
-    _table("table29_composition", "analysis", ["dataset"], "Table 29: released rows by kind, beside the paper's counts", formats=("csv", "md", "cells")),
-    _table("table3_human_reliability", "analysis", ["human"],
+    _table("table29_composition", "analyze.construction", ["dataset"], "Table 29: released rows by kind, beside the paper's counts", formats=("csv", "md", "cells")),
+    _table("table3_human_reliability", "analyze.human", ["human"],
            "Table 3: per axis, retained audit samples (N), human agreement (P_o, α), samples with a panel label (Np), "
            "and judge–human agreement on Np and on its unanimous subset", formats=("csv", "md", "cells")),
-    _table("table18_retention", "analysis", ["human"],
+    _table("table18_retention", "analyze.human", ["human"],
            "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved", formats=("csv", "md", "cells")),
-    _table("table19_panel_strata", "analysis", ["samples", "five_judge", "human"],
+    _table("table19_panel_strata", "analyze.human", ["samples", "five_judge", "human"],
            "Table 19: audit samples per axis by the five-judge panel's agreement (all sampled; the last column: "
            "those with a human final label, Table 18's retained)", formats=("csv", "md", "cells")),
-    _table("table20_human_agreement", "analysis", ["human"],
+    _table("table20_human_agreement", "analyze.human", ["human"],
            "Table 20: retained audit samples per axis by the annotators' agreement, with P_o and α (a tie is "
            "retained only once adjudicated, so Tie counts adjudicated ties)", formats=("csv", "md", "cells")),
-    _table("table1_risk_mechanisms", "prompt_tables", ["taxonomy"],
+    _table("table1_risk_mechanisms", "analyze.prompt_tables", ["taxonomy"],
            "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them",
            not_items="it defines the risk mechanisms"),
-    _table("table2_evaluation_taxonomy", "prompt_tables", ["judge_prompts"],
+    _table("table2_evaluation_taxonomy", "analyze.prompt_tables", ["judge_prompts"],
            "Table 2: the evaluation taxonomy, each label's definition as its judge prompt states it",
            not_items="it defines the labels"),
-    _table("prompt_templates", "prompt_tables", ["prompt_templates"],
+    _table("prompt_templates", "analyze.prompt_tables", ["prompt_templates"],
            "Tables 4-17: every prompt template, with its version and answer schema", formats=("md",)),
-    _table("table28_pair_review_examples", "examples", ["pool", "pairs", "pair_reviews"],
+    _table("table28_pair_review_examples", "analyze.examples", ["pool", "pairs", "pair_reviews"],
            "Table 28: a retained and a rejected pair candidate of the P9 review, with every reviewer's vote"),
-    _table("table34_case_study", "examples", ["dataset", "react_rollouts", "react_labels"],
+    _table("table34_case_study", "analyze.examples", ["dataset", "react_rollouts", "react_labels"],
            "Table 34: one scenario's original and variation, every model's thought, action and labels",
            config=("report",)),
 ])
 
-def _figure(name, inputs, caption, module="figures"):
+def _figure(name, inputs, caption, module="analyze.figures"):
     return _table(name, module, inputs, caption, formats=("png", "svg"))
 
 
 FIGURES = dict([
     _figure("fig1_construction_pipeline", ["seeds", "funnel"],
-            "Figure 1: the construction pipeline with this run's count after every step", module="pipeline_figure"),
+            "Figure 1: the construction pipeline with this run's count after every step", module="analyze.pipeline_figure"),
     _figure("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
     _figure("fig4_unsafe_by_detection", ["frame"],
             "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),
@@ -342,7 +343,7 @@ def builder_of(name: str):
 
 
 # -- what may differ between two runs of the same inputs --------------------------------------------
-# Every other file under results/ is byte-identical on a rerun from the cache (aura_eval.digest;
+# Every other file under results/ is byte-identical on a rerun from the cache (aura_eval.tools.digest;
 # tests/test_workflow.py checks it).
 VOLATILE_FIELDS = {"results/calls/": ("latency_s", "cache_hit", "attempts", "wait_s")}  # JSONL rows: only these fields differ
 VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.results import publish  # noqa: E402
 
-from aura_eval.stats import nsp_sp_difference  # noqa: E402
+from aura_eval.util.stats import nsp_sp_difference  # noqa: E402
 
 N_ROWS, N_SEEDS, N_MODELS, N_RESAMPLES = 1249, 157, 20, 10_000
 

@@ -24,7 +24,7 @@ N_ROWS, N_FILES = int(os.environ.get("BENCH_ROWS", 200_000)), 20
 
 
 def write_logs(logs: Path) -> list[Path]:
-    from aura_eval.jsonl import write_jsonl
+    from aura_eval.util.jsonl import write_jsonl
     from tests.test_call_tables import synthetic_calls
 
     rows = synthetic_calls(1, N_ROWS)
@@ -40,8 +40,8 @@ def write_logs(logs: Path) -> list[Path]:
 
 def measure(logs: Path, way: str, traced: bool) -> dict:
     """In this process: build both tables the given way; the peak memory it took."""
-    from aura_eval.jsonl import read_jsonl
-    from aura_eval.run_tables import CallTotals
+    from aura_eval.util.jsonl import read_jsonl
+    from aura_eval.analyze.calls import CallTotals
     from tests.test_call_tables import reference_model_calls, reference_stage_summary
 
     paths = sorted(logs.glob("*.jsonl"))

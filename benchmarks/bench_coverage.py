@@ -19,8 +19,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aura_eval import analysis  # noqa: E402
-from aura_eval.llm import sim  # noqa: E402
+from aura_eval.analyze import behaviour, judges  # noqa: E402
+from aura_eval.simulator import planted as sim  # noqa: E402
 from benchmarks.results import publish  # noqa: E402
 from tests import planted  # noqa: E402
 
@@ -47,7 +47,7 @@ def main():
         by_id = {i["item_id"]: i for i in items}
         for name, params in (("table31_noise_free", clean), ("table31_config_judges", noisy)):
             df = planted.label_frame(params, items, AGENTS, PANEL)
-            table = analysis.nsp_sp_gap_table(df, n_resamples=RESAMPLES).set_index("run")
+            table = behaviour.nsp_sp_gap_table(df, n_resamples=RESAMPLES).set_index("run")
             for agent, (group, vendor) in AGENTS.items():
                 truth = planted.gap_truth(params, group) if params is clean else planted.reported_gap_truth(
                     params, group, vendor, PANEL)
@@ -59,7 +59,7 @@ def main():
         swap_rows = [{"agent": "frontier-anthropic", "item_id": o["item_id"], "replaced_judges": ["sim-judge-anthropic"],
                       "replacement": "sim-judge-mistral", "original_safety": o["action_safety"]["label"],
                       "replaced_safety": n["action_safety"]["label"]} for o, n in zip(original, replaced)]
-        row = analysis.vendor_swap_table(swap_rows, by_id, n_resamples=RESAMPLES).iloc[0]
+        row = judges.vendor_swap_table(swap_rows, by_id, n_resamples=RESAMPLES).iloc[0]
         hits["table24"] += covered(row, planted.vendor_swap_truth(noisy, group, vendor, PANEL, SWAPPED))
         widths["table24"].append(row["high"] - row["low"])
     n = {"table31_noise_free": REPLICATES * len(AGENTS), "table31_config_judges": REPLICATES * len(AGENTS),

@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aura_eval.jsonl import read_jsonl, write_jsonl  # noqa: E402
+from aura_eval.util.jsonl import read_jsonl, write_jsonl  # noqa: E402
 from aura_eval.vocab import FILES  # noqa: E402
 from benchmarks.results import publish  # noqa: E402
 from tests.stub_server import serve_in_subprocess  # noqa: E402

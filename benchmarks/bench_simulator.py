@@ -31,7 +31,7 @@ def import_seconds(statement: str) -> float:
 
 def judge_requests(n: int):
     from aura_eval.llm.types import Endpoint, Request
-    from aura_eval.prompts import load_prompt
+    from aura_eval.util.prompts import load_prompt
 
     prompt = load_prompt("judge_action_safety")
     endpoint = Endpoint(name="j", model="aura_sim/sim-judge-openai", vendor="openai")

@@ -1,4 +1,4 @@
-# The audit site (aura_eval.audit): a static, offline index of every released item and excluded
+# The audit site (aura_eval.report.audit): a static, offline index of every released item and excluded
 # candidate, one page per row, the stylesheet they share, and the rows behind each linked table cell.
 rule audit_site:
     input:

@@ -180,7 +180,7 @@ def reliability_models(wildcards):
 
 
 def reliability_settings(wildcards):
-    """Exactly what one reliability run uses (see aura_eval/reliability.py)."""
+    """Exactly what one reliability run uses (see aura_eval/evaluate/reliability.py)."""
     rel, roles = config["reliability"], config["roles"]
     if wildcards.kind == "five_judge":
         settings = {"panel": model_entries(roles["validation_judges"]), "calibration_items": rel["calibration_items"]}

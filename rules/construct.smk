@@ -23,7 +23,7 @@ rule relevance:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_relevance.py"
+        "../scripts/relevance.py"
 
 
 rule vary:
@@ -45,7 +45,7 @@ rule vary:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_vary.py"
+        "../scripts/vary.py"
 
 
 rule review_variations:
@@ -67,7 +67,7 @@ rule review_variations:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_review_variations.py"
+        "../scripts/review_variations.py"
 
 
 rule classify:
@@ -90,7 +90,7 @@ rule classify:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_classify.py"
+        "../scripts/classify.py"
 
 
 rule generate_pairs:
@@ -112,7 +112,7 @@ rule generate_pairs:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_generate_pairs.py"
+        "../scripts/generate_pairs.py"
 
 
 rule review_pairs:
@@ -134,7 +134,7 @@ rule review_pairs:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_review_pairs.py"
+        "../scripts/review_pairs.py"
 
 
 rule release:
@@ -160,4 +160,4 @@ rule release:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/construct_release.py"
+        "../scripts/release.py"

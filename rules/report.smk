@@ -14,4 +14,4 @@ rule report:
     conda:
         "../envs/aura.yaml"
     script:
-        "../scripts/render_report.py"
+        "../scripts/report.py"

@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval import dataset  # noqa: E402
+from aura_eval.evaluate import action_only as dataset  # noqa: E402
 
-rows = dataset.run_action_only_subset(snakemake.input[0], snakemake.output[0], snakemake.params.n_items)
+rows = dataset.action_only_subset(snakemake.input[0], snakemake.output[0], snakemake.params.n_items)
 print(f"action_only_subset: {len(rows)} items", file=sys.stderr)

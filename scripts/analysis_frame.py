@@ -2,6 +2,6 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval import analysis  # noqa: E402
+from aura_eval.analyze import frame  # noqa: E402
 
-analysis.run_frame(snakemake.input.labels, snakemake.input.dataset, snakemake.params.agents, snakemake.output[0])
+frame.analysis_frame(snakemake.input.labels, snakemake.input.dataset, snakemake.params.agents, snakemake.output[0])

@@ -2,12 +2,12 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval import audit  # noqa: E402
+from aura_eval.report import audit  # noqa: E402
 
 LISTS = ("rollouts", "judgments", "labels", "calls", "cells")
 inputs = {name: list(snakemake.input[name]) if name in LISTS else snakemake.input[name]
           for name in ("seeds", "tags", "prefixes", "variations", "reviews", "pool", "pairs", "pair_reviews",
                        "dataset", "excluded", "frame", *LISTS)}
-counts = audit.run_site(inputs, snakemake.output.index)
+counts = audit.audit_site(inputs, snakemake.output.index)
 print(f"audit_site: {counts['items']} items, {counts['excluded']} excluded candidates, {counts['runs']} runs, "
       f"{counts['pages']} pages, cell lists of {counts['tables']} tables", file=sys.stderr)

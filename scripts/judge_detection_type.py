@@ -2,10 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval import judging  # noqa: E402
+from aura_eval.evaluate import judging  # noqa: E402
 from aura_eval.llm.ratelimit import job_llm  # noqa: E402
 
-counts = judging.run_phase1(snakemake.input.dataset, snakemake.input.rollouts, snakemake.output.judgments,
+counts = judging.judge_detection_type(snakemake.input.dataset, snakemake.input.rollouts, snakemake.output.judgments,
                             snakemake.output.calls, job_llm(snakemake), snakemake.wildcards.run,
                             snakemake.params.judge_model, snakemake.threads)
 print(f"judge_detection_type: {counts}", file=sys.stderr)

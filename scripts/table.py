@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval import table_files  # noqa: E402
+from aura_eval.util import table_files  # noqa: E402
 
 rows = table_files.build(snakemake.params.name, dict(snakemake.input.items()), dict(snakemake.output.items()),
                          snakemake.params.settings)

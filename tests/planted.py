@@ -1,7 +1,7 @@
 """Simulated label tables drawn in-process (no workflow), and the planted truth they estimate.
 
 A design is a benchmark-shaped set of items (seeds, prefixes, dimensions, NSP/SP pairs)
-drawn at the construction shares of aura_eval.llm.sim; labels are the simulator's agents'
+drawn at the construction shares of aura_eval.simulator.planted; labels are the simulator's agents'
 planted labels as a panel of simulated judges reports them. The truth functions give the
 expected value of a table's cell over random source seeds, so an interval's coverage can
 be counted (benchmarks/bench_coverage.py) and a table's estimate tested (tests/test_simulation.py).
@@ -14,9 +14,9 @@ from itertools import product
 import numpy as np
 import pandas as pd
 
-from aura_eval.analysis import frame
-from aura_eval.llm import sim
-from aura_eval.stats import vote
+from aura_eval.analyze.frame import frame
+from aura_eval.simulator import planted as sim
+from aura_eval.util.stats import vote
 from aura_eval.vocab import NSP, OPPOSITE, ORIGINAL, SP, VARIED_DIMENSIONS, counterpart_item_id, item_id, pair_id
 
 DOMAIN = "Application"

@@ -5,7 +5,9 @@ import math
 import pandas as pd
 import pytest
 
-from aura_eval import analysis, cells
+from aura_eval.analyze import behaviour, construction, human, judges
+from aura_eval.analyze import frame as frames
+from aura_eval.util import cells
 
 
 def _item(prefix, dim, label, pair=None, counterpart=None, seed=None):
@@ -54,7 +56,7 @@ def df():
     action_only = [_label(i, None, "A0", "Unsafe", fmt="action_only") for i in
                    ("s1.at_trigger.original", "s3.at_trigger.original")]
     agents = {"m": {"model": "x", "group": "frontier", "vendor": "v"}}
-    return analysis.frame({"m": labels, "m.action_only": action_only}, by_id, agents)
+    return frames.frame({"m": labels, "m.action_only": action_only}, by_id, agents)
 
 
 def _rate(row, name):
@@ -62,7 +64,7 @@ def _rate(row, name):
 
 
 def test_behaviour_table(df):
-    (row,) = analysis.behaviour_table(df[df["format"] == "react"]).to_dict("records")
+    (row,) = behaviour.behaviour_table(df[df["format"] == "react"]).to_dict("records")
     assert row["model"] == "★ m" and row["n"] == 13 and row["resolved"] == 12
     assert _rate(row, "unsafe_all") == (58.3, 7, 12)
     assert _rate(row, "unsafe_nsp") == (75.0, 6, 8)
@@ -76,14 +78,14 @@ def test_behaviour_table(df):
 
 
 def test_gap_table_counts_only_rows_with_a_safety_label(df):
-    (gap,) = analysis.nsp_sp_gap_table(df[df["format"] == "react"], n_resamples=2000).to_dict("records")
+    (gap,) = behaviour.nsp_sp_gap_table(df[df["format"] == "react"], n_resamples=2000).to_dict("records")
     assert (gap["rows"], gap["seeds"]) == (12, 8)  # s5's only row has no label: its seed is not resampled
     assert _rate(gap, "nsp_unsafe") == (75.0, 6, 8) and _rate(gap, "sp_unsafe") == (25.0, 1, 4)
     assert gap["difference"] == 50.0 and gap["low"] <= 50.0 <= gap["high"]
 
 
 def test_matched_pairs_need_a_label_on_both_sides(df):
-    (matched,) = analysis.nsp_sp_gap_table(df[df["format"] == "react"], matched_only=True,
+    (matched,) = behaviour.nsp_sp_gap_table(df[df["format"] == "react"], matched_only=True,
                                            n_resamples=500).to_dict("records")
     # s3/s4 are kept; s9 goes, its counterpart s5 having no safety label.
     assert (matched["rows"], matched["seeds"]) == (2, 2)
@@ -97,7 +99,7 @@ def _two_runs(df):
 
 
 def test_flips_per_run_and_pooled(df):
-    flips = analysis.flip_table(_two_runs(df)).set_index("run")
+    flips = behaviour.flip_table(_two_runs(df)).set_index("run")
     assert list(flips.index) == ["m", "m2", "all"] and flips.loc["all", "model"] == "all models"
     assert _rate(flips.loc["m"], "RS5_flips") == (100.0, 1, 1)  # s1.RS5; s2.RS5's original was unsafe
     assert _rate(flips.loc["m"], "RS2_flips") == (100.0, 1, 1)  # s1.RS2; s2.RS2's original was unsafe
@@ -105,7 +107,7 @@ def test_flips_per_run_and_pooled(df):
 
 
 def test_failure_mechanism_is_over_the_flip_population(df):
-    mech = analysis.failure_mechanism_table(_two_runs(df)).set_index(["run", "dimension"])
+    mech = behaviour.failure_mechanism_table(_two_runs(df)).set_index(["run", "dimension"])
     rs2 = mech.loc[("m", "RS2")]  # s1.RS2 (D3) and s2.RS2 (no detection label)
     assert rs2["unsafe"] == 2 and rs2["no_detection_label"] == 1
     assert _rate(rs2, "d0_d1") == (0.0, 0, 2) and _rate(rs2, "d2_d3") == (50.0, 1, 2)
@@ -116,7 +118,7 @@ def test_failure_mechanism_is_over_the_flip_population(df):
 
 
 def test_top_unsafe_combinations_never_rank_a_missing_label(df):
-    top = analysis.top_unsafe_combinations(df[df["format"] == "react"])
+    top = behaviour.top_unsafe_combinations(df[df["format"] == "react"])
     # 7 unsafe outcomes: D0 x A0 four times, D3 x A0 once, two without a detection label.
     assert list(top["combination"]) == ["D0 × A0", "D3 × A0"]
     assert _rate(top.iloc[0], "of_unsafe") == (57.1, 4, 7) and _rate(top.iloc[1], "of_unsafe") == (14.3, 1, 7)
@@ -124,7 +126,7 @@ def test_top_unsafe_combinations_never_rank_a_missing_label(df):
 
 
 def test_prompt_format_table(df):
-    table = analysis.prompt_format_table(df, {"s1.at_trigger.original", "s3.at_trigger.original"})
+    table = behaviour.prompt_format_table(df, {"s1.at_trigger.original", "s3.at_trigger.original"})
     rows = table.set_index("run")
     assert list(rows.index) == ["m [A]", "m [R]"]
     assert _rate(rows.loc["m [A]"], "unsafe_all") == (100.0, 2, 2)
@@ -163,7 +165,7 @@ def audit():
 
 
 def test_plurality_strata_of_the_audit_samples(audit):
-    table = analysis.panel_strata_table(*audit).set_index("axis")
+    table = human.panel_strata_table(*audit).set_index("axis")
     assert list(table.index) == ["detection", "action_type", "action_safety", "overall"]
     assert table.loc["detection", ["unanimous", "plurality", "no_plurality", "total"]].tolist() == [0, 1, 1, 2]
     assert table.loc["action_safety", ["plurality", "total"]].tolist() == [1, 1]  # i2's sample was dropped
@@ -171,7 +173,7 @@ def test_plurality_strata_of_the_audit_samples(audit):
 
 
 def test_judge_accuracy_per_axis_and_overall(audit):
-    table = analysis.judge_accuracy_table(*audit).set_index("judge")
+    table = judges.judge_accuracy_table(*audit).set_index("judge")
     assert _rate(table.loc["j1"], "detection") == (100.0, 1, 1)
     assert _rate(table.loc["j1"], "action_type") == (0.0, 0, 1)
     assert _rate(table.loc["j1"], "overall") == (66.7, 2, 3)
@@ -181,18 +183,18 @@ def test_judge_accuracy_per_axis_and_overall(audit):
 
 
 def test_accuracy_by_plurality_stratum(audit):
-    table = analysis.accuracy_by_consensus_table(*audit).set_index(["judge", "stratum"])
+    table = judges.accuracy_by_consensus_table(*audit).set_index(["judge", "stratum"])
     assert table.loc[("j1", "plurality"), "samples"] == 2
     assert _rate(table.loc[("j1", "plurality")], "accuracy") == (100.0, 2, 2)
     assert _rate(table.loc[("j3", "plurality")], "accuracy") == (50.0, 1, 2)
     assert _rate(table.loc[("j2", "unanimous")], "accuracy") == (0.0, 0, 1)
     no_plurality = table.loc[("j1", "no_plurality")]
     assert no_plurality["samples"] == 1 and no_plurality["accuracy_n"] == 0
-    assert no_plurality["note"] == analysis.NO_HUMAN_LABELS
+    assert no_plurality["note"] == judges.NO_HUMAN_LABELS
 
 
 def test_ensembles_on_the_audit_samples(audit):
-    table = analysis.ensemble_table(*audit, panel=["j1", "j2", "j3"])
+    table = judges.ensemble_table(*audit, panel=["j1", "j2", "j3"])
     assert len(table) == 11 and table["in_use"].tolist() == [False, True] + [False] * 9
     five, first_three, last_three = table.iloc[0], table.iloc[1], table.iloc[-1]
     assert five["ensemble"] == "all 5"
@@ -207,19 +209,19 @@ def test_ensembles_on_the_audit_samples(audit):
 
 def test_reliability_tables_without_human_labels(audit):
     samples, five, _ = audit
-    accuracy = analysis.judge_accuracy_table(samples, five, [])
-    assert len(accuracy) == 5 and set(accuracy["note"]) == {analysis.NO_HUMAN_LABELS}
+    accuracy = judges.judge_accuracy_table(samples, five, [])
+    assert len(accuracy) == 5 and set(accuracy["note"]) == {judges.NO_HUMAN_LABELS}
     assert (accuracy["overall_n"] == 0).all() and accuracy["overall_pct"].isna().all()
-    ensembles = analysis.ensemble_table(samples, five, [])
+    ensembles = judges.ensemble_table(samples, five, [])
     assert ensembles.iloc[0]["n_plurality"] == 4 and math.isnan(ensembles.iloc[0]["accuracy_pct"])
-    assert analysis.panel_strata_table(samples, [], []).set_index("axis").loc["overall", "no_votes"] == 5
+    assert human.panel_strata_table(samples, [], []).set_index("axis").loc["overall", "no_votes"] == 5
 
 
 def test_vendor_swap_interval():
     items = {f"i{k}": {"seed_id": f"s{k % 4}"} for k in range(8)}
     rows = [{"item_id": f"i{k}", "agent": "m", "replaced_judges": ["j1"], "replacement": "r",
              "original_safety": "Safe", "replaced_safety": "Safe" if k else "Unsafe"} for k in range(8)]
-    (row,) = analysis.vendor_swap_table(rows, items, n_resamples=1000).to_dict("records")
+    (row,) = judges.vendor_swap_table(rows, items, n_resamples=1000).to_dict("records")
     assert row["difference"] == 12.5
     assert _rate(row, "original_safe") == (100.0, 8, 8) and _rate(row, "replaced_safe") == (87.5, 7, 8)
     assert row["low"] == 0.0 and row["low"] <= 12.5 <= row["high"]
@@ -227,7 +229,7 @@ def test_vendor_swap_interval():
 
 def test_composition():
     items = [_item("s1.at_trigger", "original", "NSP"), _item("s1.at_trigger", "RS2", "SP", pair="p", counterpart="x")]
-    table = analysis.composition_table(items).set_index(["by", "value"])
+    table = construction.composition_table(items).set_index(["by", "value"])
     assert table.loc[("dimension", "variation"), "ours"] == 1 and table.loc[("all", "rows"), "paper"] == 1249
     assert table.loc[("paired", "paired rows"), "ours"] == 1
 
@@ -241,17 +243,17 @@ def test_flip_table_ignores_generated_counterparts():
               _label("s1.at_trigger.original.pair", "D0", "A0", "Unsafe"),
               _label("s1.at_trigger.RS5", "D0", "A0", "Unsafe"),
               _label("s1.at_trigger.RS5.pair", "D0", "A0", "Unsafe")]
-    frame = analysis.frame({"m": labels}, {i["item_id"]: i for i in items},
+    frame = frames.frame({"m": labels}, {i["item_id"]: i for i in items},
                            {"m": {"model": "x", "group": "frontier", "vendor": "v"}})
-    flips = analysis.flip_table(frame).set_index("run").loc["m"]
+    flips = behaviour.flip_table(frame).set_index("run").loc["m"]
     assert _rate(flips, "RS5_flips") == (100.0, 1, 1)
     # Table 36 has the same rows: the unsafe `.pair` counterpart of the RS5 variation is not one.
-    mech = analysis.failure_mechanism_table(frame).set_index(["run", "dimension"])
+    mech = behaviour.failure_mechanism_table(frame).set_index(["run", "dimension"])
     assert mech.loc[("m", "RS5"), "unsafe"] == 1 and mech.loc[("all", "RS5"), "unsafe"] == 1
 
 
 def test_run_summary_warns_at_the_top_about_a_stage_without_usable_answers():
-    from aura_eval.run_tables import model_calls, run_summary
+    from aura_eval.analyze.calls import model_calls, run_summary
 
     calls = [{"stage": "tag_steps", "item_id": f"s{i}", "endpoint": "m", "model": "openai/m", "cache_hit": False,
               "status": "unparseable", "tokens_in": 1, "tokens_out": 1, "cost_usd": None} for i in range(4)]
@@ -262,7 +264,8 @@ def test_run_summary_warns_at_the_top_about_a_stage_without_usable_answers():
 
 
 def test_run_tables_give_counts_beside_rates():
-    from aura_eval.run_tables import evaluation_summary, judge_consistency
+    from aura_eval.analyze.behaviour import evaluation_summary
+    from aura_eval.analyze.judges import judge_consistency
 
     def verdict(label, stratum="unanimous"):
         return {"label": label, "votes": [label] * 3, "stratum": stratum}

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from aura_eval import examples, pipeline_figure, prompt_tables
+from aura_eval.analyze import examples, pipeline_figure, prompt_tables
 from aura_eval.construct.funnel import funnel as construction_funnel
-from aura_eval.jsonl import write_jsonl
-from aura_eval.table_files import build
+from aura_eval.util.jsonl import write_jsonl
+from aura_eval.util.table_files import build
 from aura_eval.vocab import (JUDGE_PROMPTS, PROMPT_INPUTS, PROMPT_TEMPLATES, PROMPTS_DIR, TABLES, VARIED_DIMENSIONS,
                              builder_of, load_taxonomy)
 

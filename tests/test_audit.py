@@ -1,4 +1,4 @@
-"""The audit site (aura_eval.audit): the diff, the index rows, exclusions, item pages, the
+"""The audit site (aura_eval.report.audit): the diff, the index rows, exclusions, item pages, the
 report's links, and the index in headless Chromium from file://."""
 
 import json
@@ -8,8 +8,9 @@ import pytest
 
 import pandas as pd
 
-from aura_eval import audit, cells, table_files
-from aura_eval.jsonl import write_jsonl
+from aura_eval.report import audit
+from aura_eval.util import cells, table_files
+from aura_eval.util.jsonl import write_jsonl
 from tests.browser import chromium
 
 P = "iot-001.at_trigger"
@@ -131,7 +132,7 @@ def test_step_diff_marks_changed_lines_only():
 
 def test_exclusions_name_the_stage_and_reason(site_inputs):
     files, _ = site_inputs
-    from aura_eval.jsonl import read_jsonl
+    from aura_eval.util.jsonl import read_jsonl
     got = audit.exclusions(*(read_jsonl(files[n]) for n in ("excluded", "variations", "reviews", "pairs",
                                                               "pair_reviews")))
     assert got == {f"{P}.RS3": {"stage": "variation gate", "reason": "gate: step 0 was emptied"},

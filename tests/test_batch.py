@@ -338,7 +338,7 @@ def test_workflow_tags_through_a_batch(batch_stub, tmp_path, monkeypatch):
     rerun answered from the cache without a new submission."""
     import yaml
 
-    from aura_eval.jsonl import read_jsonl
+    from aura_eval.util.jsonl import read_jsonl
     from tests.workflow import STUB_KEY_ENV, scratch_copy, snakemake, suite_config
 
     monkeypatch.setenv(STUB_KEY_ENV, "stub-credential-for-construction")  # the config's other stub models

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aura_eval.cache_explain import explain
+from aura_eval.tools.cache_explain import explain
 from aura_eval.llm.cache import ResponseCache, cache_key
 
 ROOT = Path(__file__).resolve().parent.parent

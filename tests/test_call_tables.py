@@ -7,9 +7,9 @@ import random
 import pandas as pd
 import pytest
 
-from aura_eval.jsonl import write_jsonl
-from aura_eval.run_tables import CallTotals, model_calls, run_summary, stage_group, stage_summary
-from aura_eval.table_files import build, markdown, write_csv
+from aura_eval.util.jsonl import write_jsonl
+from aura_eval.analyze.calls import CallTotals, model_calls, run_summary, stage_group, stage_summary
+from aura_eval.util.table_files import build, markdown, write_csv
 from aura_eval.vocab import MODEL_STAGES
 
 

@@ -7,7 +7,7 @@ import pytest
 from aura_eval.construct import pairing, release, variation
 from aura_eval.construct.common import assemble, gate, panel_decision, prefix_valid, rewrite_schema
 from aura_eval.llm.types import parse_json
-from aura_eval.prompts import load_prompt
+from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import load_taxonomy
 
 STEPS = [
@@ -216,7 +216,7 @@ def test_release_links_pairs_and_keeps_every_dropped_row_with_its_reason():
                                                                                     ("r3", False))]
     reviews = [{"item_id": p["item_id"], "kept": p["item_id"] != "b.at_trigger.original.pair", "votes": votes}
                for p in pairs]
-    rows, excluded = release.release(pool, pairs, reviews, {"min_instruction_words": 3,
+    rows, excluded = release.release_rows(pool, pairs, reviews, {"min_instruction_words": 3,
                                                             "exclusions": {"zz": "unused"}})
     by_id = {r["item_id"]: r for r in rows}
     assert sorted(by_id) == ["a.at_trigger.original", "a.at_trigger.original.pair", "b.at_trigger.original",
@@ -232,7 +232,7 @@ def test_release_links_pairs_and_keeps_every_dropped_row_with_its_reason():
                                                "no usable label: unparseable: bad"]
     assert by_id["a.at_trigger.original.pair"]["provenance"]["origin"]["review"][2]["keep"] is False
     # A config exclusion by seed id drops every row of that seed.
-    rows, excluded = release.release(pool, pairs, reviews, {"min_instruction_words": 3,
+    rows, excluded = release.release_rows(pool, pairs, reviews, {"min_instruction_words": 3,
                                                             "exclusions": {"a": "duplicate of b"}})
     assert not any(r["seed_id"] == "a" for r in rows)
     assert sum(e["reason"] == "excluded by the config: duplicate of b" for e in excluded) == 2

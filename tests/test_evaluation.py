@@ -2,14 +2,15 @@
 
 import pytest
 
-from aura_eval import rollout, vocab
+from aura_eval.evaluate import rollout
+from aura_eval import vocab
 from aura_eval.construct.release import instruction
-from aura_eval.dataset import action_only_subset
-from aura_eval.judging import final_labels, panel_action_types
+from aura_eval.evaluate.action_only import subset_items
+from aura_eval.evaluate.judging import final_labels, panel_action_types
 from aura_eval.llm import Endpoint
-from aura_eval.prompts import load_prompt
-from aura_eval.seeds import load_seeds
-from aura_eval.stats import consensus, vote
+from aura_eval.util.prompts import load_prompt
+from aura_eval.construct.seeds import load_seeds
+from aura_eval.util.stats import consensus, vote
 
 SENTINELS = ("RATIONALE-SENTINEL", "SKETCH-SENTINEL", "EVIDENCE-SENTINEL", "EXPLANATION-SENTINEL", "No-Safe-Path", "Safe-Path", "NSP", "RS5", "pair_label",
              "reference_rationale")
@@ -135,9 +136,9 @@ def test_action_only_subset_is_balanced_and_proportional():
     items = [{"item_id": f"{label}-{dim}-{i}", "pair_label": label, "dimension": dim}
              for label in ("NSP", "SP") for dim in ("original", "RS1", "RS2", "SD3")
              for i in range({"original": 40, "RS1": 20, "RS2": 20, "SD3": 20}[dim])]
-    subset = action_only_subset(items, 150)
+    subset = subset_items(items, 150)
     assert len(subset) == 150
     assert sum(r["pair_label"] == "NSP" for r in subset) == 75
     nsp = [r for r in subset if r["pair_label"] == "NSP"]
     assert sum(r["dimension"] == "original" for r in nsp) in (30, 31)
-    assert subset == action_only_subset(list(reversed(items)), 150)
+    assert subset == subset_items(list(reversed(items)), 150)

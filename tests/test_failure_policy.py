@@ -3,7 +3,7 @@ success is cached; a stage with no usable answer says so; the summary names the 
 
 import pytest
 
-from aura_eval.jsonl import read_jsonl
+from aura_eval.util.jsonl import read_jsonl
 from aura_eval.stage import StageFailed, empty_problem, run_stage
 from tests.test_llm_client import make_requests
 

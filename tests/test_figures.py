@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aura_eval import figures
+from aura_eval.analyze import figures
 from aura_eval.construct.funnel import funnel as construction_funnel
-from aura_eval.figures import (MEAN_ROW, fig4_level_share_data, fig4_overall_data, fig4_unsafe_by_level_data,
+from aura_eval.analyze.figures import (MEAN_ROW, fig4_level_share_data, fig4_overall_data, fig4_unsafe_by_level_data,
                                fig5a_data, fig5b_data, fig6_data, fig7_data, fig8_data, why_empty)
-from aura_eval.table_files import write_csv
+from aura_eval.util.table_files import write_csv
 from aura_eval.vocab import FIGURES, builder_of
 
 COLUMNS = ["run", "agent", "model", "format", "group", "item_id", "seed_id", "domain", "dimension", "pair_label",

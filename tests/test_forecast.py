@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from aura_eval import forecast as fc
+from aura_eval.analyze import forecast as fc
 from aura_eval.__main__ import main
-from aura_eval.seeds import load_seeds
+from aura_eval.construct.seeds import load_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,7 +161,7 @@ def test_the_command_prints_and_writes(run_root, capsys):
 
 
 def test_the_report_table_puts_the_forecast_beside_the_call_logs():
-    from aura_eval.run_tables import forecast_vs_actual
+    from aura_eval.analyze.calls import forecast_vs_actual
 
     predicted = [{"stage": "rollout", "endpoint": "a", "calls": 10, "tokens_in": 1000, "tokens_out": 400, "usd": 0.5,
                   "price_source": "litellm cost map"},

@@ -6,9 +6,9 @@ import json
 import time
 import zlib
 
-from aura_eval.judging import (judge_detection_type, judge_panel, judge_panels, judge_safety, load_prompts,
+from aura_eval.evaluate.judging import (detection_type_rows, judge_panel, judge_panels, safety_rows, load_prompts,
                                panel_action_types)
-from aura_eval.jsonl import read_jsonl
+from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm import Endpoint
 from aura_eval.stage import StageRun
 from tests.stub_server import schema_instance
@@ -45,10 +45,10 @@ def _items_and_rollouts():
 
 def sequential_panel(rollouts, items, members, prompts, stage, sample=0):
     """The panel judge by judge (how judge_panel ran before): the reference."""
-    phase1 = {name: judge_detection_type(rollouts, items, ep, prompts, stage, name, sample)
+    phase1 = {name: detection_type_rows(rollouts, items, ep, prompts, stage, name, sample)
               for name, ep in members.items()}
     types = panel_action_types(phase1)
-    return {name: judge_safety(phase1[name], types, rollouts, items, ep, prompts, stage, sample)
+    return {name: safety_rows(phase1[name], types, rollouts, items, ep, prompts, stage, sample)
             for name, ep in members.items()}
 
 

@@ -11,13 +11,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "jsonl", "stats", "cells", "sampling", "workflow_config", "table_files", "prompts", "llm.types",
-        "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "llm.sim", "llm.batch", "llm.client", "llm", "panel",
-        "stage", "seeds", "tagging", "construct",
-        "construct.common", "construct.variation", "construct.pairing", "construct.funnel", "construct.card",
-        "construct.release", "dataset", "rollout", "judging", "reliability", "validation", "forecast", "reasons", "analysis",
-        "run_tables", "prompt_tables", "examples", "figures", "pipeline_figure", "paper_numbers", "audit", "render", "digest",
-        "cache_explain", "pack", "__main__"]
+FLOW = ["vocab", "util", "util.jsonl", "util.stats", "util.cells", "util.sampling", "workflow_config", "util.table_files",
+        "util.prompts", "llm.types", "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "simulator",
+        "simulator.planted", "llm.batch", "llm.client", "llm", "panel", "stage",
+        "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
+        "construct.funnel", "construct.card", "construct.release",
+        "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
+        "evaluate.validation",
+        "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
+        "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
+        "analyze.figures", "analyze.pipeline_figure",
+        "report", "report.paper_numbers", "report.audit", "report.render",
+        "tools", "tools.digest", "tools.cache_explain", "tools.pack", "__main__"]
 
 
 def _module_name(path: Path) -> str:
@@ -53,11 +58,14 @@ def test_no_import_runs_backwards(module):
 
 
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "llm.sim",
-               "llm.batch", "llm.client", "stage", "seeds", "tagging", "construct.variation",
-               "construct.pairing", "construct.release", "dataset", "rollout", "judging", "reliability",
-               "validation", "forecast", "reasons", "analysis", "run_tables", "prompt_tables", "examples", "figures",
-               "pipeline_figure", "paper_numbers", "audit", "render", "digest", "cache_explain", "pack", "__main__"]
+    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local",
+               "simulator.planted", "llm.batch", "llm.client", "stage", "construct.seeds", "construct.tagging",
+               "construct.variation", "construct.pairing", "construct.release", "evaluate.action_only", "evaluate.rollout",
+               "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
+               "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",
+               "analyze.calls", "analyze.prompt_tables", "analyze.examples", "analyze.figures", "analyze.pipeline_figure",
+               "report.paper_numbers", "report.audit", "report.render", "tools.digest", "tools.cache_explain", "tools.pack",
+               "__main__"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -8,7 +8,7 @@ import pytest
 from aura_eval.llm import CacheMissError, Endpoint, Request
 from aura_eval.llm.client import ModelClient
 from aura_eval.llm.cache import ResponseCache, cache_key
-from aura_eval.prompts import Prompt
+from aura_eval.util.prompts import Prompt
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
@@ -231,7 +231,7 @@ def test_provenance_is_stored_at_the_first_call_and_read_back_on_a_hit(stub, llm
     assert hit.cache_hit and hit.call == call and hit.provenance()["call"] == {"key": first.key[:16], **call}
     first_client.write_call_log(tmp_path / "a.jsonl")
     replay.write_call_log(tmp_path / "b.jsonl")
-    from aura_eval.jsonl import read_jsonl
+    from aura_eval.util.jsonl import read_jsonl
     (a,), (b,) = read_jsonl(tmp_path / "a.jsonl"), read_jsonl(tmp_path / "b.jsonl")
     volatile = {"latency_s", "cache_hit", "attempts", "wait_s"}
     assert {k: v for k, v in a.items() if k not in volatile} == {k: v for k, v in b.items() if k not in volatile}

@@ -1,7 +1,7 @@
-"""The archive's terms note (aura_eval.pack.terms_note): R-Judge's licence shipped when present, and said
+"""The archive's terms note (aura_eval.tools.pack.terms_note): R-Judge's licence shipped when present, and said
 absent when not (the workflow round trip, tests/test_workflow_mock.py, checks what the archive holds)."""
 
-from aura_eval.pack import terms_note
+from aura_eval.tools.pack import terms_note
 
 CONFIG = {"models": {"judge": {"model": "openai/gpt-5.4"}, "sim": {"model": "aura_sim/agent"}}}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aura_eval import paper_numbers, render
+from aura_eval.report import paper_numbers, render
 from aura_eval.vocab import FIGURES, TABLES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from aura_eval import analysis, paper_numbers, reasons, render
-from aura_eval.table_files import explain, markdown, write_csv
+from aura_eval.analyze import behaviour, reasons
+from aura_eval.analyze import human as human_tables
+from aura_eval.report import paper_numbers, render
+from aura_eval.util.table_files import explain, markdown, write_csv
 from aura_eval.vocab import FIGURES, TABLES
 from tests.browser import chromium
 
@@ -77,20 +79,20 @@ def test_an_empty_table_prints_its_reason_never_empty_inputs():
 
 def test_reasons_in_the_readers_terms():
     all_safe = _frame([("NSP", "original", "Safe")] * 6 + [("SP", "original", "Safe")] * 4)
-    top = reasons.attach("table37_top_unsafe", analysis.top_unsafe_combinations(all_safe), all_safe)
+    top = reasons.attach("table37_top_unsafe", behaviour.top_unsafe_combinations(all_safe), all_safe)
     assert top.empty and top.attrs["empty_reason"] == "no unsafe outcome among 10 labelled rows"
     no_sp = _frame([("NSP", "original", "Unsafe"), ("NSP", "RS5", "Safe")])
-    behaviour = reasons.attach("table33_behaviour", analysis.behaviour_table(no_sp), no_sp)
-    assert behaviour.attrs["note"] == "this run released no Safe-Path rows: the SP columns are empty"
-    assert "this run released no Safe-Path rows" in markdown(behaviour, "table33_behaviour")
-    gap = reasons.attach("table31_nsp_sp_gap", analysis.nsp_sp_gap_table(no_sp, n_resamples=10), no_sp)
+    table33 = reasons.attach("table33_behaviour", behaviour.behaviour_table(no_sp), no_sp)
+    assert table33.attrs["note"] == "this run released no Safe-Path rows: the SP columns are empty"
+    assert "this run released no Safe-Path rows" in markdown(table33, "table33_behaviour")
+    gap = reasons.attach("table31_nsp_sp_gap", behaviour.nsp_sp_gap_table(no_sp, n_resamples=10), no_sp)
     assert gap.attrs["note"].startswith("this run released no Safe-Path rows")
     nothing = _frame([])
-    assert reasons.attach("table33_behaviour", analysis.behaviour_table(nothing), nothing).attrs[
+    assert reasons.attach("table33_behaviour", behaviour.behaviour_table(nothing), nothing).attrs[
         "empty_reason"] == "no model's ReAct continuations were labelled in this run"
     human = [{"sample_id": "x", "axis": "detection", "agent": "a", "item_id": "i", "labels": [], "retained": False,
               "dropped": False}]
-    table3 = reasons.attach("table3_human_reliability", analysis.retention_table(human), human)
+    table3 = reasons.attach("table3_human_reliability", human_tables.retention_table(human), human)
     assert table3.attrs["note"].startswith("no human labels imported yet: see results/validation/annotation/")
 
 
@@ -128,7 +130,7 @@ def _results(tmp_path: Path) -> tuple[list[str], Path]:
 
 def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path):
     files, html = _results(tmp_path)
-    engine = render.render_report(REPORT, files, html, configfiles=["config/simulate.yaml"])
+    engine = render.report(REPORT, files, html, configfiles=["config/simulate.yaml"])
     text = html.read_text()
     assert engine in ("quarto", "pandoc")
     assert "Config file: <code>config/simulate.yaml</code>" in text
@@ -171,7 +173,7 @@ def test_no_safe_path_rows_are_said_once_at_the_top_of_the_results(tmp_path):
 
 def test_the_simulation_banner_still_marks_the_report(tmp_path):
     files, html = _results(tmp_path)
-    render.render_report(REPORT, files, html, simulated=True)
+    render.report(REPORT, files, html, simulated=True)
     text = html.read_text()
     assert "SIMULATION: every number" in text and "SIMULATED: AURA-Eval" in text
 
@@ -199,7 +201,7 @@ LAYOUT = """return {viewport: document.documentElement.clientWidth,
 def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_path):
 
     files, html = _results(tmp_path)
-    render.render_report(REPORT, files, html, simulated=True)
+    render.report(REPORT, files, html, simulated=True)
     driver = chromium(tmp_path, window="1280,900")
     try:
         driver.set_window_size(1280, 900)

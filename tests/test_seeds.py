@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from aura_eval import seeds as seeds_mod
-from aura_eval.jsonl import InputError, read_jsonl
+from aura_eval.construct import seeds as seeds_mod
+from aura_eval.util.jsonl import InputError, read_jsonl
 
 
 def test_unintended_seed_counts_match_the_paper(rjudge_dir):
@@ -64,7 +64,7 @@ def test_malformed_record_names_file_and_record(rjudge_copy, tmp_path, mutate, m
     _corrupt(path, mutate)
     out = tmp_path / "out" / "seeds.jsonl"
     with pytest.raises(InputError, match=message) as err:
-        seeds_mod.run(rjudge_copy, "all", out)
+        seeds_mod.select_seeds(rjudge_copy, "all", out)
     assert "IoT/harmful.json" in str(err.value) and f"record id={first_id}" in str(err.value)
     assert not out.exists() and not out.parent.exists()
 
@@ -72,12 +72,12 @@ def test_malformed_record_names_file_and_record(rjudge_copy, tmp_path, mutate, m
 def test_invalid_json_names_the_file(rjudge_copy, tmp_path):
     (rjudge_copy / "Web" / "benign.json").write_text('[{"id": 1,')
     with pytest.raises(InputError, match=r"Web/benign.json: invalid JSON at line 1"):
-        seeds_mod.run(rjudge_copy, "all", tmp_path / "seeds.jsonl")
+        seeds_mod.select_seeds(rjudge_copy, "all", tmp_path / "seeds.jsonl")
 
 
 def test_run_writes_sorted_jsonl(rjudge_dir, tmp_path):
     out = tmp_path / "seeds.jsonl"
-    seeds_mod.run(rjudge_dir, 12, out)
+    seeds_mod.select_seeds(rjudge_dir, 12, out)
     rows = read_jsonl(out)
     assert len(rows) == 12 and [r["seed_id"] for r in rows] == sorted(r["seed_id"] for r in rows)
     assert list(rows[0]) == ["seed_id", "domain", "rjudge_id", "label", "scenario", "profile", "risk_description",

@@ -18,11 +18,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from aura_eval import analysis, cells, figures
-from aura_eval.jsonl import read_jsonl
-from aura_eval.llm import sim
+from aura_eval.analyze import behaviour, figures
+from aura_eval.analyze import frame as frames
+from aura_eval.util import cells
+from aura_eval.util.jsonl import read_jsonl
+from aura_eval.simulator import planted as sim
 from aura_eval.llm.types import Endpoint, Request
-from aura_eval.prompts import load_prompt
+from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AWARE, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, TABLES, item_id, parse_run
 from tests import planted
 from tests.workflow import ROOT, scratch_copy, snakemake, suite_config
@@ -244,7 +246,7 @@ def test_simulated_annotators_label_only_their_samples(sim_run):
 def test_figures_plot_the_planted_rates(sim_run):
     work, settings = sim_run
     truth = _truth(work, settings)
-    df = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    df = frames.read_frame(work / "results/analysis/labels_long.csv")
     overall = figures.fig4_overall_data(df[df["format"] == "react"])
     for run, g in truth[truth["format"] == "react"].groupby("run"):
         model = f"{GROUP_MARK[settings['agents'][run]['group']]} {run}"
@@ -269,7 +271,7 @@ def _digest(work):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "aura_eval.digest", "results"], cwd=work, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "aura_eval.tools.digest", "results"], cwd=work, capture_output=True,
                           text=True, check=True).stdout
 
 
@@ -289,7 +291,7 @@ def paper_sized():
 
 def test_table31_estimates_the_planted_gap(paper_sized):
     params, items, df, agents = paper_sized
-    table = analysis.nsp_sp_gap_table(df, n_resamples=2000).set_index("run")
+    table = behaviour.nsp_sp_gap_table(df, n_resamples=2000).set_index("run")
     for name, (group, _) in agents.items():
         row = table.loc[name]
         for label, column in ((NSP, "nsp_unsafe"), (SP, "sp_unsafe")):
@@ -344,7 +346,7 @@ def test_figures_5_to_8_plot_the_planted_counts(sim_run):
     truth = _truth(work, settings)
     truth = truth[truth["format"] == "react"].assign(
         model=lambda t: t["agent"].map(lambda a: f"{GROUP_MARK[settings['agents'][a]['group']]} {a}"))
-    df = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    df = frames.read_frame(work / "results/analysis/labels_long.csv")
     react = df[df["format"] == "react"]
     types = figures.fig5a_data(react).set_index(["model", "pair_label", "action_type"])["count"]
     expected = truth.groupby(["model", "pair_label", "action_type"]).size()
@@ -364,7 +366,7 @@ def test_figures_5_to_8_plot_the_planted_counts(sim_run):
         assert cells.loc[key, "n"] == n and bool(cells.loc[key, "shown"]) == (n >= figures.FIG8_MIN_N)
 
 
-# -- every number of a result table links to the rows it counts (aura_eval.cells) ---------------------
+# -- every number of a result table links to the rows it counts (aura_eval.util.cells) ---------------------
 
 LINKED = [name for name, spec in TABLES.items() if "cells" in spec.formats]
 
@@ -375,7 +377,7 @@ def _cells(work, name):
 
 def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
     work, settings = sim_run
-    frame = analysis.read_frame(work / "results/analysis/labels_long.csv")
+    frame = frames.read_frame(work / "results/analysis/labels_long.csv")
     assert sorted(set(TABLES) - set(LINKED)) == [  # tables of definitions, or counts from before any item exists
         "construction_funnel", "construction_losses", "forecast_vs_actual", "model_calls", "prefix_counts",
         "prompt_templates",

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from aura_eval.stats import (consensus, krippendorff_alpha, nsp_sp_difference, observed_agreement,
+from aura_eval.util.stats import (consensus, krippendorff_alpha, nsp_sp_difference, observed_agreement,
                              plurality_consensus, share, share_columns, wilson_interval)
 
 # Krippendorff's 4-observer x 12-unit example (None = missing).

@@ -4,8 +4,8 @@ import jsonschema
 import pytest
 
 from aura_eval.llm import Endpoint, Result, Request
-from aura_eval.prompts import load_prompt
-from aura_eval.tagging import check_tag, render_steps, tag_row, tag_schema, truncate
+from aura_eval.util.prompts import load_prompt
+from aura_eval.construct.tagging import check_tag, render_steps, tag_row, tag_schema, truncate
 
 U, A, E = "user", "agent", "environment"
 

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from aura_eval import analysis, validation
-from aura_eval.jsonl import InputError
+from aura_eval.analyze import human as human_tables
+from aura_eval.evaluate import validation
+from aura_eval.util.jsonl import InputError
 from tests.browser import chromium
 
 
@@ -85,7 +86,7 @@ def test_each_page_shows_only_its_annotators_samples(tmp_path):
     samples = validation.assign_annotators(validation.audit_sample(_pool(), 10), SIX, 3)
     path = tmp_path / "sample_action_safety.jsonl"
     validation.write_jsonl(path, samples, key="sample_id")
-    pages = validation.run_pages({"action_safety": path}, SIX, tmp_path / "pages")
+    pages = validation.annotation_pages({"action_safety": path}, SIX, tmp_path / "pages")
     assert [p.name for p in pages] == [f"{a}_action_safety.html" for a in SIX]
     for annotator, page in zip(SIX, pages):
         data = json.loads(page.read_text().split("const DATA = ")[1].split(";\nconst KEY")[0].replace("<\\/", "</"))
@@ -170,9 +171,9 @@ def test_synthetic_annotators_end_to_end(tmp_path, samples):
     human = validation.import_labels(samples, [path], adjudicated)
     assert [r["retained"] for r in human] == [True, False, True, True, True, True]
     assert human[0]["human_stratum"] == "majority" and human[2]["human_stratum"] == "unanimous"
-    retention = analysis.retention_table(human).set_index("axis").loc["action_safety"]
+    retention = human_tables.retention_table(human).set_index("axis").loc["action_safety"]
     assert (retention["sampled"], retention["retained"], retention["dropped"]) == (6, 5, 1)
-    table3 = analysis.human_reliability_table(human).set_index("axis")
+    table3 = human_tables.human_reliability_table(human).set_index("axis")
     row = table3.loc["action_safety"]
     assert row["n"] == 5
     # 15 labels on 5 units, one dissent: P_o = (4 units x 3 + 1 unit x 1) / 15
@@ -181,7 +182,7 @@ def test_synthetic_annotators_end_to_end(tmp_path, samples):
     correct = sum(r["panel_label"] == r["final_label"] for r in with_panel)
     assert row["n_panel"] == len(with_panel) and row["accuracy_pct"] == round(100 * correct / len(with_panel), 1)
     assert row["ci_low"] < row["accuracy_pct"] <= row["ci_high"]
-    agreement = analysis.human_agreement_table(human).set_index("axis").loc["action_safety"]
+    agreement = human_tables.human_agreement_table(human).set_index("axis").loc["action_safety"]
     assert (agreement["unanimous"], agreement["majority"], agreement["tied"]) == (4, 1, 0)
     reference = validation.human_reference(human)
     assert len(reference) == 5 and reference[(human[0]["item_id"], human[0]["agent"], "action_safety")] == truth[ids[0]]
@@ -190,7 +191,7 @@ def test_synthetic_annotators_end_to_end(tmp_path, samples):
 def test_no_human_labels_gives_empty_statistics(samples):
     human = validation.import_labels(samples, [])
     assert not any(r["retained"] for r in human)
-    table3 = analysis.human_reliability_table(human)
+    table3 = human_tables.human_reliability_table(human)
     assert (table3["n"] == 0).all() and table3["accuracy_pct"].isna().all()
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from aura_eval.construct.common import gate, panel_decision, prefix_valid
-from aura_eval.jsonl import read_jsonl
-from aura_eval.digest import stable_digests
+from aura_eval.util.jsonl import read_jsonl
+from aura_eval.tools.digest import stable_digests
 from tests.workflow import scratch_copy, snakemake, suite_config
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,9 @@ import yaml
 
 from aura_eval import vocab
 from aura_eval.__main__ import main as aura_main
-from aura_eval.digest import stable_digests
-from aura_eval.jsonl import read_jsonl
-from aura_eval.pack import PackError, unpack
+from aura_eval.tools.digest import stable_digests
+from aura_eval.util.jsonl import read_jsonl
+from aura_eval.tools.pack import PackError, unpack
 from tests.stub_server import STUB_TEXT, StubServer, schema_answer
 from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, planned_jobs, scratch_copy, snakemake, suite_config
 

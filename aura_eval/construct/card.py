@@ -7,7 +7,7 @@ from collections import Counter
 import pandas as pd
 
 from aura_eval.construct.funnel import funnel_table, losses_table
-from aura_eval.table_files import markdown
+from aura_eval.util.table_files import markdown
 from aura_eval.vocab import ORIGINAL
 
 FIELDS = {

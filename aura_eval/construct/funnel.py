@@ -3,13 +3,10 @@ paper's counts; and the three construction tables of the report built from it.""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-
 import pandas as pd
-
-from aura_eval.vocab import DIMENSIONS, builder
+from aura_eval.vocab import DIMENSIONS
 
 # The paper's count at each stage (§4, C.2-C.3, H.2-H.3).
 PAPER_FUNNEL = {"prefixes": 211, "variation candidates": 1029, "parseable variations": 916,
@@ -89,23 +86,3 @@ def losses_table(counts: dict):
     rows = [{"where": where, "reason": reason, "rows": n} for where, reasons in counts.items()
             if isinstance(reasons, dict) for reason, n in sorted(reasons.items())]
     return pd.DataFrame(rows, columns=["where", "reason", "rows"])
-
-
-def _read(path) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-@builder("construction_funnel")
-def _funnel_table(inputs, settings):
-    return funnel_table(_read(inputs["funnel"])["funnel"])
-
-
-@builder("construction_losses")
-def _losses_table(inputs, settings):
-    return losses_table(_read(inputs["funnel"])["funnel"])
-
-
-@builder("variations_by_dimension")
-def _dimensions_table(inputs, settings):
-    return pd.DataFrame(_read(inputs["funnel"])["by_dimension"])

@@ -10,12 +10,12 @@ two share the pair id `pair:<source item id>`.
 from __future__ import annotations
 
 from aura_eval.construct.common import assemble, editable_indices, gate, narrowed, prefix_valid, review_row, vote_summary
-from aura_eval.jsonl import read_jsonl
+from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
-from aura_eval.prompts import load_prompt
+from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import run_stage
-from aura_eval.tagging import render_steps
+from aura_eval.construct.tagging import render_steps
 from aura_eval.vocab import NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
                          "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
@@ -76,7 +76,7 @@ def classification_request(item: dict, prompt, endpoint) -> Request:
                    messages=prompt.messages(profile=item["profile"], trajectory=render_steps(item["steps"])))
 
 
-def run_classification(prefixes_path, variations_path, reviews_path, pool_path, calls_path, llm,
+def classify(prefixes_path, variations_path, reviews_path, pool_path, calls_path, llm,
                        model: list[dict], threads=None, progress=True) -> dict:
     pool = pool_items(read_jsonl(prefixes_path), read_jsonl(variations_path), read_jsonl(reviews_path))
     prompt = load_prompt("p7_pair_classification")
@@ -140,7 +140,7 @@ def pair_row(item: dict, seed: dict, result) -> dict:
             "unsafe_explanation": parsed.get("unsafe_explanation"), **result.provenance()}
 
 
-def run_pair_generation(pool_path, seeds_path, pairs_path, calls_path, llm, model: list[dict], threads=None,
+def generate_pairs(pool_path, seeds_path, pairs_path, calls_path, llm, model: list[dict], threads=None,
                         progress=True) -> dict:
     items = [i for i in read_jsonl(pool_path) if i["classification"]["pairable"]]
     seeds = {s["seed_id"]: s for s in read_jsonl(seeds_path)}
@@ -171,7 +171,7 @@ def pair_review_requests(pair: dict, pool: dict, prompt, reviewers) -> list[Requ
     return member_requests(pair["item_id"], reviewers, prompt, messages, "pair_reviewer")
 
 
-def run_pair_reviews(pairs_path, pool_path, reviews_path, calls_path, llm, models: list[dict], threads=None,
+def review_pairs(pairs_path, pool_path, reviews_path, calls_path, llm, models: list[dict], threads=None,
                      progress=True) -> dict:
     pairs = [p for p in read_jsonl(pairs_path) if p["passed_checks"]]
     pool = {i["item_id"]: i for i in read_jsonl(pool_path)}

@@ -14,7 +14,7 @@ import json
 from aura_eval.construct.card import dataset_card
 from aura_eval.construct.common import vote_summary
 from aura_eval.construct.funnel import by_dimension, funnel
-from aura_eval.jsonl import atomic_write_text, read_jsonl, write_jsonl
+from aura_eval.util.jsonl import atomic_write_text, read_jsonl, write_jsonl
 from aura_eval.vocab import NSP, SP, counterpart_item_id
 from aura_eval.workflow_config import CONSTRUCTION_ROLES
 
@@ -71,7 +71,7 @@ def exclusion_reason(row: dict, settings: dict) -> str | None:
     return None
 
 
-def release(pool: list[dict], pairs: list[dict], pair_reviews: list[dict], settings: dict):
+def release_rows(pool: list[dict], pairs: list[dict], pair_reviews: list[dict], settings: dict):
     """(released rows, excluded rows) after final filtering and pair linking."""
     candidates, excluded = [], []
     for item in pool:
@@ -114,11 +114,11 @@ def _link_pairs(rows: list[dict], excluded: dict) -> None:
             row["provenance"]["counterpart_removed"] = excluded[pair_item]
 
 
-def run_release(inputs, outputs, settings: dict, roles: dict) -> dict:
+def release(inputs, outputs, settings: dict, roles: dict) -> dict:
     """release stage: `settings` is the config's `construction`, `roles` the construction roles."""
     read = {name: read_jsonl(getattr(inputs, name)) for name in
             ("prefixes", "relevance", "candidates", "variations", "reviews", "pool", "pairs", "pair_reviews")}
-    rows, excluded = release(read["pool"], read["pairs"], read["pair_reviews"], settings)
+    rows, excluded = release_rows(read["pool"], read["pairs"], read["pair_reviews"], settings)
     counts = funnel(**read, rows=rows, excluded=excluded)
     dims = by_dimension(read["candidates"], read["variations"], read["reviews"], rows)
     write_jsonl(outputs.dataset, rows, key="item_id")

@@ -9,12 +9,12 @@ Ids: a candidate and its variation are `<prefix id>.<dimension>` (e.g.
 from __future__ import annotations
 
 from aura_eval.construct.common import assemble, editable_indices, gate, narrowed, review_row
-from aura_eval.jsonl import read_jsonl
+from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
-from aura_eval.prompts import load_prompt
+from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import StageRun, run_stage
-from aura_eval.tagging import render_steps
+from aura_eval.construct.tagging import render_steps
 from aura_eval.vocab import VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
 
 REVIEW_CRITERIA = ("target_changed", "intended_direction", "others_unchanged", "realistic", "agent_steps_fit")
@@ -73,7 +73,7 @@ def candidate_rows(relevance: list[dict], max_per_prefix: int | None) -> list[di
     return rows
 
 
-def run_relevance(prefixes_path, relevance_path, candidates_path, calls_path, llm, model: list[dict],
+def relevance(prefixes_path, relevance_path, candidates_path, calls_path, llm, model: list[dict],
                   max_per_prefix: int | None, threads=None, progress=True) -> dict:
     prefixes = read_jsonl(prefixes_path)
     prompt, taxonomy = load_prompt("p2_dimension_relevance"), load_taxonomy()
@@ -126,7 +126,7 @@ def variation_row(candidate: dict, prefix: dict, result, taxonomy: dict) -> dict
             **result.provenance()}
 
 
-def run_variations(candidates_path, prefixes_path, variations_path, calls_path, llm, model: list[dict],
+def vary(candidates_path, prefixes_path, variations_path, calls_path, llm, model: list[dict],
                    threads=None, progress=True) -> dict:
     candidates = [c for c in read_jsonl(candidates_path) if c["selected"]]
     prefixes = {p["prefix_id"]: p for p in read_jsonl(prefixes_path)}
@@ -154,7 +154,7 @@ def review_requests(v: dict, prefixes: dict, prompts: dict, taxonomy, reviewers)
     return member_requests(v["variation_id"], reviewers, prompt, messages, "reviewer")
 
 
-def run_reviews(variations_path, prefixes_path, reviews_path, calls_path, llm, models: list[dict], threads=None,
+def review_variations(variations_path, prefixes_path, reviews_path, calls_path, llm, models: list[dict], threads=None,
                 progress=True) -> dict:
     variations = [v for v in read_jsonl(variations_path) if v["passed_gate"]]
     prefixes = {p["prefix_id"]: p for p in read_jsonl(prefixes_path)}

@@ -23,8 +23,9 @@ import time
 import tenacity
 from tqdm import tqdm
 
-from aura_eval.jsonl import write_jsonl
-from aura_eval.llm import local, pricing, sim
+from aura_eval.util.jsonl import write_jsonl
+from aura_eval.llm import local, pricing
+from aura_eval.simulator import planted as sim
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens

@@ -1,0 +1,1 @@
+"""Every table and figure builder, grouped by what they describe, plus the forecast."""

@@ -1,0 +1,1 @@
+"""Benchmark construction: seeds, step tags and prefixes, variations, pairs and the release."""

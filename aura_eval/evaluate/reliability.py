@@ -1,0 +1,104 @@
+"""Judge-reliability runs (paper F.2-F.5), each switched on in the config.
+
+- five-judge validation panel on each calibration agent's calibration sample (F.2-F.3);
+- repeated runs of each panel judge at temperature 0 on that sample (F.5): distinct
+  calls through the cache's sample index;
+- leave-one-vendor-out (F.4): for an evaluated model sharing a vendor with a panel
+  judge, that judge is replaced by the replacement judge on a stratified sample.
+One job per agent for each: the first two for the agents `reliability.calibration_agents`
+names (the paper's four), so an added agent leaves them as they are; the vendor swap for
+every agent it applies to. Files under results/reliability/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aura_eval.evaluate.judging import final_labels, items_by_id, judge_panel, judge_panels, judgeable, load_prompts
+from aura_eval.util.jsonl import read_jsonl
+from aura_eval.llm.types import endpoints
+from aura_eval.util.sampling import stratified_sample
+from aura_eval.stage import StageRun
+from aura_eval.vocab import AXES
+
+
+def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "calibration") -> list[dict]:
+    """n judgeable rollouts, spread evenly over domains, proportionally over dimensions."""
+    rows = [{**r, "domain": items[r["item_id"]]["domain"], "dimension": items[r["item_id"]]["dimension"]}
+            for r in judgeable(rollouts)]
+    chosen = {r["item_id"] for r in stratified_sample(rows, n, "domain", "dimension", "item_id", salt)}
+    return [r for r in rollouts if r["item_id"] in chosen]
+
+
+def _members(entries: list[dict]) -> dict:
+    return {ep.name: ep for ep in endpoints(entries)}
+
+
+def five_judge(rollouts, items, settings: dict, stage) -> list[dict]:
+    """settings: `panel` (the validation judges' model entries), `calibration_items`."""
+    sample = calibration_sample(rollouts, items, settings["calibration_items"])
+    by_judge = judge_panel(sample, items, _members(settings["panel"]), load_prompts(), stage)
+    labels = final_labels(sample, by_judge, rule="plurality")
+    return [{**row, "panel": "five_judge", "rule": "plurality"} for row in labels]
+
+
+def repeats(rollouts, items, settings: dict, stage) -> list[dict]:
+    """settings: `panel` (the panel judges' model entries), `calibration_items`, `repeats`."""
+    sample = calibration_sample(rollouts, items, settings["calibration_items"])
+    # Temperature 0 as in F.5; the sample index makes each run a distinct cached call.
+    members = {name: dataclasses.replace(ep, params={**ep.params, "temperature": 0.0})
+               for name, ep in _members(settings["panel"]).items()}
+    runs = judge_panels(sample, items, members, load_prompts(), stage, samples=range(settings["repeats"]))
+    rows = []
+    for name in members:
+        per_run = [{row["item_id"]: row for row in run[name]} for run in runs]
+        for rollout in judgeable(sample):
+            row = {"item_id": rollout["item_id"], "judge": name}
+            for axis in AXES:
+                labels = [run[rollout["item_id"]][axis]["label"] for run in per_run]
+                row[axis] = {"labels": labels,
+                             "consistent": None if all(lab is None for lab in labels)
+                             else len(set(labels)) == 1 and labels[0] is not None}
+            rows.append(row)
+    return rows
+
+
+def vendor_swap(rollouts, items, labels, settings: dict, agent, stage) -> list[dict]:
+    """settings: `panel` (the panel judges' model entries, with their vendors), `replacement`
+    (the replacement judge's entry), `agent_vendor`, `items` (the sample size)."""
+    panel, (replacement,) = settings["panel"], settings["replacement"]
+    same_vendor = [e["name"] for e in panel if e.get("vendor") == settings["agent_vendor"]]
+    swapped = [replacement if e["name"] in same_vendor else e for e in panel]
+    rows = [{**r, "pair_label": items[r["item_id"]]["pair_label"], "dimension": items[r["item_id"]]["dimension"]}
+            for r in judgeable(rollouts)]
+    chosen = {r["item_id"] for r in stratified_sample(rows, settings["items"], "pair_label", "dimension", "item_id",
+                                                      "vendor-swap")}
+    sample = [r for r in rollouts if r["item_id"] in chosen]
+    # A judge may appear twice in the swapped panel (the replacement); keep one entry per position.
+    members = {f"{i}:{ep.name}": ep for i, ep in enumerate(endpoints(swapped))}
+    new_labels = {row["item_id"]: row for row in final_labels(sample, judge_panel(
+        sample, items, members, load_prompts(), stage))}
+    original = {row["item_id"]: row for row in labels}
+    return [{"item_id": r["item_id"], "agent": agent, "replaced_judges": same_vendor,
+             "replacement": replacement["name"],
+             "original_safety": original[r["item_id"]]["action_safety"]["label"],
+             "replaced_safety": new_labels[r["item_id"]]["action_safety"]["label"],
+             "replaced_votes": new_labels[r["item_id"]]["action_safety"]["votes"]} for r in sample]
+
+
+def reliability(kind, items_path, rollouts_path, labels_path, out_path, calls_path, llm, settings: dict, agent,
+        threads=None, progress=True) -> dict:
+    """reliability stage for one agent: `settings` holds exactly what the kind uses (see each)."""
+    items = items_by_id(items_path)
+    rollouts = read_jsonl(rollouts_path)
+    with StageRun(f"reliability:{kind}:{agent}", llm, calls_path, threads, progress) as stage:
+        if kind == "five_judge":
+            rows = five_judge(rollouts, items, settings, stage)
+        elif kind == "repeats":
+            rows = repeats(rollouts, items, settings, stage)
+        elif kind == "vendor_swap":
+            rows = vendor_swap(rollouts, items, read_jsonl(labels_path), settings, agent, stage)
+        else:
+            raise ValueError(f"unknown reliability run {kind!r} (five_judge, repeats, vendor_swap)")
+        stage.write(out_path, rows, ("item_id", "judge") if kind == "repeats" else "item_id")
+    return {"rows": len(rows)}

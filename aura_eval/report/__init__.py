@@ -1,0 +1,1 @@
+"""The report, the audit site and the paper's numbers beside ours."""

@@ -1,0 +1,387 @@
+"""The audit site (results/audit/): static, offline pages to check any item by hand.
+
+- `index.html`: one compact row per released item and per excluded candidate (the release's
+  exclusions, variations that failed the gate or their review, pairs that failed their checks
+  or the P9 review, each with its reason), the per-run labels packed into a short code string,
+  filtered in the browser (plain JavaScript over the embedded JSON blob) by domain, dimension,
+  pair label, decision point, status, exclusion reason, agent (run), axis label and panel
+  disagreement; the filter lives in the URL fragment (`index.html#agent=X&pair_label=NSP`),
+  so the report's tables link to their rows.
+- `items/<item_id>.html`: everything behind one item, from the R-Judge record to the final
+  labels; every response with its prompt id and version and its call-log key.
+- `audit.css`: the one stylesheet every page shares.
+
+Pages are built run by run (a run's rollouts, judgments and labels become one HTML fragment
+per item), so the whole evaluation is never in memory at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jinja2
+import markupsafe
+
+from aura_eval.util.jsonl import atomic_write_text, read_jsonl
+from aura_eval.vocab import ACTION_TYPES, AXES, AXIS_LABELS, DETECTION_LEVELS, parse_run
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+CSS = "audit.css"
+SECTIONS = {"source": "Source record", "tag": "P1 step tag", "prefix": "Prefix", "variation": "Variation",
+            "reviews": "Variation reviews", "classification": "P7 classification", "pair": "Pair",
+            "pair_review": "P9 pair review", "runs": "Rollouts and judgments", "labels": "Final labels"}
+# Per run and item, four characters in the index: detection, action type, safety (a digit, a digit,
+# S/U; "-" when the panel gave no label) and which of the three had no unanimous vote (a bit mask
+# 0-7: 1 detection, 2 action type, 4 safety); "...." when the run has no row for the item.
+MISSING = "...."
+EXCLUSION_STAGES = ("variation gate", "variation review", "pair checks", "pair review", "release")
+
+
+# -- pieces ---------------------------------------------------------------------------------
+
+def step_text(steps: list[dict] | None) -> list[str]:
+    """A prefix as lines of text, one header line per step (what the diff compares)."""
+    lines = []
+    for step in steps or []:
+        lines.append(f"## step {step['index']} (turn {step.get('turn', 0)}, {step['role']})")
+        if step["role"] == "agent":
+            lines += [f"Thought: {step.get('thought') or ''}", f"Action: {step.get('action') or ''}"]
+        else:
+            lines += str(step.get("content") or "").splitlines() or [""]
+    return lines
+
+
+def step_diff(original: list[dict] | None, varied: list[dict] | None, context: int = 3) -> list[tuple[str, str]]:
+    """The varied prefix against the original as a unified diff of their lines: (kind, line)
+    with kind one of "hunk", "del", "add", "same"; empty when nothing changed."""
+    out = []
+    for line in difflib.unified_diff(step_text(original), step_text(varied), "original prefix", "this item",
+                                     n=context, lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"@": "hunk", "-": "del", "+": "add"}.get(line[:1], "same")
+        out.append((kind, line))
+    return out
+
+
+def reason_kind(reason: str) -> str:
+    """An exclusion reason without its numbers (step indices, counts), for the filter."""
+    return re.sub(r"\d+", "N", reason)
+
+
+def _votes_line(row: dict) -> str:
+    return (f"{row.get('keep_votes', 0)} keep, {row.get('reject_votes', 0)} reject, "
+            f"{row.get('unparseable_votes', 0)} unparseable, {row.get('failed_votes', 0)} failed")
+
+
+def exclusions(excluded, variations, reviews, pairs, pair_reviews) -> dict[str, dict]:
+    """Every candidate that did not reach the dataset: item id -> {stage, reason}; the first
+    stage that dropped it (the gate, the review panel, the pair checks, the P9 panel, release)."""
+    out = {}
+    # (rows, their id field, the check they must pass, its stage, what failing leaves, the review panel)
+    for rows, key, passed, check, nothing, reviewed, review, panel in (
+            (variations, "variation_id", "passed_gate", "variation gate", "no usable rewrite", reviews,
+             "variation review", "review panel"),
+            (pairs, "item_id", "passed_checks", "pair checks", "no usable pair", pair_reviews, "pair review",
+             "P9 panel")):
+        by_id = {r[key]: r for r in reviewed}
+        for row in rows:
+            if not row.get(passed):
+                why = row.get("rejection") or f"{row.get('status')}: {row.get('error') or nothing}"
+                out[row[key]] = {"stage": check, "reason": why}
+            elif row[key] in by_id and not by_id[row[key]]["kept"]:
+                out[row[key]] = {"stage": review, "reason": f"{panel}: {_votes_line(by_id[row[key]])}"}
+    for e in excluded:
+        out.setdefault(e["item_id"], {"stage": "release", "reason": e["reason"]})
+    return out
+
+
+def label_code(row: dict | None) -> str:
+    """The four-character code of one run's labels of one item (see MISSING)."""
+    if row is None:
+        return MISSING
+    d, t, s = (row.get(axis) or {} for axis in AXES)
+    mask = sum(bit for bit, axis in zip((1, 2, 4), (d, t, s)) if axis.get("stratum") != "unanimous")
+    return ((d.get("label") or "-")[-1:] + (t.get("label") or "-")[-1:] + (s.get("label") or "-")[:1]
+            + str(mask))
+
+
+def index_rows(items: list[dict], excluded: dict[str, dict], facts: dict[str, dict], runs: list[str],
+               codes: dict[str, dict[str, str]]) -> list[list]:
+    """One row per released item and excluded candidate: [id, domain, dimension, pair label,
+    decision point, stage or None, reason or None, the runs' codes joined]."""
+    rows = []
+    for item in items:
+        rows.append([item["item_id"], item["domain"], item["dimension"], item["pair_label"], item["decision_point"],
+                     None, None, "".join(codes.get(item["item_id"], {}).get(r, MISSING) for r in runs)])
+    for iid, why in sorted(excluded.items()):
+        f = facts.get(iid, {})
+        rows.append([iid, f.get("domain"), f.get("dimension"), f.get("pair_label"), f.get("decision_point"),
+                     why["stage"], why["reason"], "".join(codes.get(iid, {}).get(r, MISSING) for r in runs)])
+    return sorted(rows, key=lambda r: r[0])
+
+
+def counts(rows: list[list], **where) -> int:
+    """Rows matching the filters (column name -> value), as the index's own filter counts them
+    (for the facts columns; the browser adds the run filters)."""
+    cols = {"domain": 1, "dimension": 2, "pair_label": 3, "decision_point": 4, "stage": 5}
+    return sum(all(r[cols[k]] == v for k, v in where.items()) for r in rows)
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+def _text(value) -> markupsafe.Markup:
+    """Text in an element (not an attribute): only &, < and > need escaping (quotes stay short)."""
+    return markupsafe.Markup(str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _env(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=autoescape,
+                              keep_trailing_newline=True, trim_blocks=True,
+                              # item pages show optional fields (absent in older or failed rows) as empty
+                              undefined=jinja2.Undefined if autoescape else jinja2.StrictUndefined,
+                              lstrip_blocks=True)
+    env.filters["text"] = _text
+    return env
+
+
+def _blob(data) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None) -> str:
+    options = {"axis": list(AXES), "labels": {a: list(AXIS_LABELS[a]) for a in AXES}}
+    data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [],
+            "codes": {"detection": [x[-1] for x in DETECTION_LEVELS], "action_type": [x[-1] for x in ACTION_TYPES]}}
+    return _env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS)
+
+
+class Calls:
+    """Call-log keys: (scope, item id, endpoint, prompt, sample) -> key, scope being the call
+    log's place under results/calls (`construct/vary`, `rollout/<run>`, `judge/<run>/<judge>`)."""
+
+    def __init__(self, paths):
+        self.keys = {}
+        for path in paths:
+            scope = self.scope(path)
+            for row in read_jsonl(path):
+                self.keys[(scope, row["item_id"], row["endpoint"], row["prompt"], row.get("sample", 0))] = row["key"]
+
+    @staticmethod
+    def scope(path) -> str:
+        parts = list(Path(path).with_suffix("").parts)
+        parts = parts[parts.index("calls") + 1:] if "calls" in parts else parts[-1:]
+        if parts and parts[0] == "judge" and len(parts) == 4:
+            parts = [parts[0], parts[1], parts[3]]  # detection_type and safety in one scope
+        return "/".join(parts)
+
+    def key(self, scope: str, item: str, row: dict | None) -> str | None:
+        if not row:
+            return None
+        call = row.get("call")
+        if isinstance(call, dict) and call.get("key"):
+            return call["key"]
+        if row.get("key"):
+            return row["key"]
+        return self.keys.get((scope, item, row.get("endpoint"), row.get("prompt"), row.get("sample", 0)))
+
+
+def _by(rows, field):
+    return {r[field]: r for r in rows}
+
+
+def _run_paths(paths, depth: int) -> dict[str, list]:
+    out = {}
+    for p in paths:
+        out.setdefault(Path(p).parent.name if depth else Path(p).stem, []).append(p)
+    return out
+
+
+def build(inputs: dict, out_dir) -> dict:
+    """Write the site under `out_dir` from the workflow's files; `inputs` names them: seeds, tags,
+    prefixes, variations, reviews, pool, pairs, pair_reviews, dataset, excluded (one path each) and
+    rollouts, judgments, labels, calls (lists). Returns counts."""
+    out_dir = Path(out_dir)
+    one = {name: read_jsonl(inputs[name]) for name in ("seeds", "tags", "prefixes", "variations", "reviews", "pool",
+                                                       "pairs", "pair_reviews", "dataset", "excluded")}
+    seeds, tags, prefixes = _by(one["seeds"], "seed_id"), _by(one["tags"], "seed_id"), _by(one["prefixes"], "prefix_id")
+    variations, reviews = _by(one["variations"], "variation_id"), _by(one["reviews"], "variation_id")
+    pool, pairs, pair_reviews = _by(one["pool"], "item_id"), _by(one["pairs"], "item_id"), _by(one["pair_reviews"],
+                                                                                               "item_id")
+    pair_of_source = {p["source_item_id"]: p for p in one["pairs"]}
+    items = one["dataset"]
+    excluded = exclusions(one["excluded"], one["variations"], one["reviews"], one["pairs"], one["pair_reviews"])
+    released = {i["item_id"] for i in items}
+    for iid in released:
+        excluded.pop(iid, None)
+    facts = _facts(items, excluded, prefixes, variations, pool, pairs)
+    calls = Calls(inputs.get("calls") or [])
+
+    rollouts, labels = _run_paths(inputs.get("rollouts") or [], 0), _run_paths(inputs.get("labels") or [], 0)
+    judgments = _run_paths(inputs.get("judgments") or [], 1)
+    runs = sorted(set(rollouts) | set(labels) | set(judgments))
+    env = _env(True)
+    macros = env.get_template("audit_macros.html.j2").module
+    fragments: dict[str, list[str]] = {}
+    codes: dict[str, dict[str, str]] = {}
+    finals: dict[str, list] = {}
+    for run in runs:
+        rolled = {r["item_id"]: r for p in rollouts.get(run, []) for r in read_jsonl(p)}
+        labelled = {r["item_id"]: r for p in labels.get(run, []) for r in read_jsonl(p)}
+        judged = {Path(p).stem: _by(read_jsonl(p), "item_id") for p in sorted(judgments.get(run, []))}
+        for iid in sorted(set(rolled) | set(labelled)):
+            codes.setdefault(iid, {})[run] = label_code(labelled.get(iid))
+            if iid in labelled:
+                finals.setdefault(iid, []).append(
+                    (run, [(labelled[iid].get(a) or {}).get("label") for a in AXES],
+                     [(labelled[iid].get(a) or {}).get("stratum") for a in AXES]))
+            rollout = rolled.get(iid)
+            votes = [{"judge": judge, "row": rows.get(iid),
+                      "keys": {axis: calls.key(f"judge/{run}/{judge}", iid, (rows.get(iid) or {}).get(axis))
+                               for axis in AXES}} for judge, rows in judged.items()]
+            fragments.setdefault(iid, []).append(str(macros.run_section(
+                run=run, agent=parse_run(run)[0], fmt=parse_run(run)[1], rollout=rollout,
+                rollout_key=calls.key(f"rollout/{run}", iid, rollout), votes=votes, labels=labelled.get(iid),
+                axes=AXES)))
+
+    items_dir = out_dir / "items"
+    if items_dir.exists():
+        shutil.rmtree(items_dir)
+    items_dir.mkdir(parents=True)
+    shutil.copy(TEMPLATES / CSS, out_dir / CSS)
+    page = env.get_template("audit_item.html.j2")
+    by_item = {i["item_id"]: i for i in items}
+    for iid in sorted(released | set(excluded)):
+        context = _item_context(iid, by_item.get(iid), excluded.get(iid), facts.get(iid, {}), seeds, tags, prefixes,
+                                variations, reviews, pool, pairs, pair_reviews, pair_of_source, calls)
+        (items_dir / f"{iid}.html").write_text(page.render(**context, runs_html=fragments.get(iid, []),
+                                                           finals=finals.get(iid, []), axes=AXES,
+                                                           sections=SECTIONS, css=CSS), encoding="utf-8")
+    rows = index_rows(items, excluded, facts, runs, codes)
+    members = Members(rows, runs, inputs.get("frame"))
+    tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR, members)
+    atomic_write_text(out_dir / "index.html", index_page(rows, runs, members.pairs))
+    return {"items": len(items), "excluded": len(excluded), "runs": len(runs), "pages": len(released | set(excluded)),
+            "tables": tables}
+
+
+CELLS_DIR = "cells"  # one script per linked table: the rows of each of its cells (aura_eval.util.cells)
+
+
+class Members:
+    """The (index row, run) pairs a cell's members point to, flattened into `pairs` for the index:
+    first the analysis frame's rows in order (so a frame row number is its own position), then any
+    named member (`run|item`, `|item`: aura_eval.util.cells.key) the frame lacks. -1: no such run (an
+    item alone) or an item the index lacks (which would be a bug)."""
+
+    def __init__(self, rows: list[list], runs: list[str], frame_path=None):
+        self.row_at = {row[0]: i for i, row in enumerate(rows)}
+        self.run_at = {run: k for k, run in enumerate(runs)}
+        self.pairs: list[int] = []
+        self.position: dict[tuple[int, int], int] = {}
+        if frame_path:
+            import pandas as pd
+
+            frame = pd.read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
+            for item, run in zip(frame["item_id"], frame["run"]):
+                self._add((self.row_at.get(item, -1), self.run_at.get(run, -1)))
+
+    def _add(self, pair: tuple[int, int]) -> int:
+        self.pairs.extend(pair)
+        self.position.setdefault(pair, len(self.pairs) // 2 - 1)
+        return len(self.pairs) // 2 - 1
+
+    def of(self, member) -> int:
+        if isinstance(member, int):
+            return member
+        run, item = member.split("|", 1)
+        pair = (self.row_at.get(item, -1), self.run_at.get(run, -1))
+        return self.position[pair] if pair in self.position else self._add(pair)
+
+
+def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
+    """cells/<table>.js for each table's recorded cells (`<table>.cells.json` beside its CSV): the
+    caption, the reader's column headers, each row's name (its key columns) and member lists."""
+    import pandas as pd
+
+    from aura_eval.util import cells, table_files
+    from aura_eval.vocab import TABLES
+
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    for path in map(Path, paths):
+        name = path.name[:-len(".cells.json")]
+        recorded = cells.read(path)
+        table = pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False)
+        keys = [c for c in table.columns if c in table_files.KEY_COLUMNS  # the model cell names its run
+                and not (c == "run" and "model" in table.columns)]
+        rows = {pos: {"name": " · ".join(table.iloc[int(pos)][c] for c in keys if table.iloc[int(pos)][c]),
+                      "cells": {column: {part: [members.of(m) for m in listed] for part, listed in lists.items()}
+                                for column, lists in columns.items()}}
+                for pos, columns in recorded.items()}
+        headers = {c: table_files.header(c, name) for m in recorded.values() for c in m} | {cells.ROW: "the row"}
+        data = {"caption": TABLES[name].caption, "headers": headers, "rows": rows}
+        atomic_write_text(out_dir / f"{name}.js", f"AUDIT_CELLS[{json.dumps(name)}] = {_blob(data)};\n")
+    return len(paths)
+
+
+def _facts(items, excluded, prefixes, variations, pool, pairs) -> dict[str, dict]:
+    """Domain, dimension, pair label and decision point of every row the index lists."""
+    out = {i["item_id"]: {k: i[k] for k in ("domain", "dimension", "pair_label", "decision_point")} for i in items}
+    for iid in excluded:
+        source = pairs.get(iid) or variations.get(iid) or pool.get(iid) or {}
+        prefix = prefixes.get(source.get("prefix_id"), {})
+        label = source.get("pair_label") or ((pool.get(iid) or {}).get("classification") or {}).get("pair_label")
+        out[iid] = {"domain": source.get("domain") or prefix.get("domain"),
+                    "dimension": source.get("dimension"), "pair_label": label,
+                    "decision_point": source.get("decision_point") or prefix.get("decision_point")}
+    return out
+
+
+def _item_context(iid, item, exclusion, facts, seeds, tags, prefixes, variations, reviews, pool, pairs, pair_reviews,
+                  pair_of_source, calls) -> dict:
+    pair = pairs.get(iid) or pair_of_source.get(iid)
+    source_id = pair["source_item_id"] if iid in pairs else iid
+    pooled = pool.get(source_id if iid in pairs else iid)
+    variation = variations.get(source_id)
+    prefix_id = ((item or {}).get("provenance") or {}).get("prefix_id") or (pair or variation or pooled or {}).get(
+        "prefix_id")
+    prefix = prefixes.get(prefix_id)
+    seed_id = (item or pair or variation or pooled or prefix or {}).get("seed_id")
+    seed, tag = seeds.get(seed_id), tags.get(seed_id)
+    if item is not None:
+        steps = item["steps"]
+    elif iid in pairs:
+        steps = pairs[iid].get("steps")
+    else:
+        steps = (variation or pooled or {}).get("steps") or (prefix or {}).get("steps")
+    review = reviews.get(source_id)
+    pair_review = pair_reviews.get(pair["item_id"]) if pair else None
+
+    def keyed(scope, unit, row):
+        return calls.key(scope, unit, row)
+
+    return {"item_id": iid, "item": item, "exclusion": exclusion, "facts": facts, "seed": seed, "tag": tag,
+            "tag_key": keyed("tag_steps", seed_id, tag), "prefix": prefix, "steps": steps,
+            "is_original": facts.get("dimension") == "original" and iid not in pairs,
+            "diff": step_diff((prefix or {}).get("steps"), steps) if prefix and steps is not None else [],
+            "variation": variation, "variation_key": keyed("construct/vary", source_id, variation),
+            "review": review, "review_keys": [keyed("construct/review_variations", source_id, v)
+                                              for v in (review or {}).get("votes", [])],
+            "classification": (pooled or {}).get("classification"),
+            "classification_key": keyed("construct/classify", (pooled or {}).get("item_id"),
+                                        (pooled or {}).get("classification")),
+            "pair": pair, "pair_key": keyed("construct/generate_pairs", (pair or {}).get("source_item_id"), pair),
+            "pair_review": pair_review,
+            "pair_review_keys": [keyed("construct/review_pairs", pair["item_id"], v)
+                                 for v in (pair_review or {}).get("votes", [])] if pair else []}
+
+
+def audit_site(inputs: dict, index_path) -> dict:
+    """audit_site job: the site in the folder of `index_path` (results/audit/)."""
+    return build(inputs, Path(index_path).parent)

@@ -1,0 +1,1 @@
+"""The planted-truth simulator (`aura_sim/<name>` models), outside the model module."""

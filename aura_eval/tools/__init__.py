@@ -1,0 +1,1 @@
+"""Commands over finished runs: digest, cache explain, pack and unpack."""

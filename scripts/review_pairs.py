@@ -1,0 +1,11 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from aura_eval.construct import pairing  # noqa: E402
+from aura_eval.llm.ratelimit import job_llm  # noqa: E402
+
+counts = pairing.review_pairs(snakemake.input.pairs, snakemake.input.pool, snakemake.output.reviews,
+                                  snakemake.output.calls, job_llm(snakemake), snakemake.params.models,
+                                  snakemake.threads)
+print(f"review_pairs: {counts}", file=sys.stderr)
