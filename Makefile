@@ -5,6 +5,9 @@ CORES ?= 2
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# llama.cpp built for a portable x86-64 (AVX2), not -march=native: a native build on a CPU with AMX
+# (seen here: Sapphire Rapids in a sandbox) segfaults on the first completion of the Q4_1 model.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: venv browser reproduce simulate pack forecast test test-fast lint bench clean
 
@@ -13,6 +16,7 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install -r requirements.txt -c constraints.txt
 	$(BIN)/pip install --no-deps --no-build-isolation -e . || $(BIN)/pip install --no-deps -e .
+	$(BIN)/python -m aura_eval.tools.check_local_model || { echo "the embedded model crashed: rebuild llama-cpp-python (pip cache remove llama_cpp_python; make venv)"; exit 1; }
 	touch $@
 
 venv: $(VENV)/.installed
