@@ -29,7 +29,7 @@ include: "rules/report.smk"
 onstart:
     try:
         check_keys(config, os.environ)
-        check_cache_location(config["llm"]["cache"], config["llm"].get("cache_on_network_fs", False))
+        check_cache_location(config["llm"]["cache"], CALL_SETTINGS.cache_on_network_fs)
     except (ConfigError, CacheLocationError) as err:
         raise WorkflowError(str(err)) from None
 

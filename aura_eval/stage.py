@@ -57,8 +57,9 @@ class StageRun:
         if threads:
             local.set_threads(threads)
         self.stage, self.calls_path = stage, calls_path
-        self.max_failed_share = float(llm.get("max_failed_share", 0.0))
         self.client = ModelClient(llm, stage=stage, progress=progress)
+        self.max_failed_share = self.client.call.max_failed_share
+        print(f"{stage}: call settings: {self.client.call.shown()}", file=sys.stderr)
         self.written: list[str] = []
 
     def __enter__(self) -> StageRun:

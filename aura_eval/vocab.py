@@ -106,13 +106,7 @@ def pair_id(source_item: str) -> str:
 RUN_SEPARATOR = "."
 
 
-# The model stages in flow order, as the call logs group them (the `stage` field without its run,
-# judge or agent: `stage_group`); the run summary and the forecast list stages in this order.
-MODEL_STAGES = ("tag_steps", "relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs",
-                "rollout", "judge_detection_type", "judge_safety", "reliability:five_judge", "reliability:repeats",
-                "reliability:vendor_swap")
-
-
+# The call-log groups of the model stages, in flow order, come from their registry (aura_eval.stages).
 def stage_group(stage: str) -> str:
     """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
     `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
@@ -141,12 +135,17 @@ FILES = {
     "seeds": "results/seeds/seeds.jsonl",
     "tags": "results/prefixes/tags.jsonl",
     "prefixes": "results/prefixes/prefixes.jsonl",
+    "relevance": "results/construct/relevance.jsonl",
+    "candidates": "results/construct/candidates.jsonl",
+    "variations": "results/construct/variations.jsonl",
+    "variation_reviews": "results/construct/variation_reviews.jsonl",
     "pool": "results/construct/pool.jsonl",
     "pairs": "results/construct/pairs.jsonl",
     "pair_reviews": "results/construct/pair_reviews.jsonl",
     "funnel": "results/construct/funnel.json",
     "dataset": "results/dataset/aura_eval.jsonl",
     "card": "results/dataset/README.md",
+    "excluded": "results/dataset/excluded.jsonl",
     "subset": "results/dataset/action_only_subset.jsonl",
     "frame": "results/analysis/labels_long.csv",
     "human": "results/validation/human_labels.jsonl",

@@ -25,6 +25,8 @@ for table in TABLES.values():
             **artefact_inputs(table),
         output:
             **table.outputs("table"),
+        resources:
+            **table_resources(table),
         log:
             f"logs/tables/{table.name}.log",
         params:

@@ -6,8 +6,10 @@ from types import SimpleNamespace
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval import vocab
+from aura_eval import jobs, stages, vocab
 from aura_eval.llm import ratelimit
+from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
+from aura_eval.llm.settings import CallSettings, answer_entry
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheLocationError, check_cache_location
@@ -39,10 +41,13 @@ wildcard_constraints:
 # scheduler runs at once (on one machine or a cluster's many) never hold more than the whole; a
 # value given with `--resources` wins. Network model jobs reserve no core, so their number has its
 # own cap (`llm.max_network_jobs`).
-RATE_LIMITS = config["llm"]["rate_limits"]
+# How calls are made (timeouts, retries, limits, batch, prices, ...): no answer depends on them, so they
+# reach the jobs as a string resource, never as params, and changing one reruns nothing.
+CALL_SETTINGS = CallSettings.from_config(config)
+RATE_LIMITS = CALL_SETTINGS.rate_limits
 try:
     _run_resources = {**ratelimit.global_resources(RATE_LIMITS),
-                      ratelimit.NETWORK_JOBS: config["llm"]["max_network_jobs"]}
+                      ratelimit.NETWORK_JOBS: CALL_SETTINGS.max_network_jobs}
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 for _name, _total in _run_resources.items():
@@ -78,9 +83,10 @@ def model_resources(models, rule_jobs=None):
     def requested(wildcards):
         strings = job_model_strings(models, wildcards)
         peers = [job_model_strings(entries, wildcards) for entries in rule_jobs()] if rule_jobs else None
-        shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"], peers)
+        shares = ratelimit.job_resources(strings, RATE_LIMITS, CALL_SETTINGS.jobs_per_rate_limit, peers)
         return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings)),
-                         ratelimit.PACING: ratelimit.pacing_resource(shares, RATE_LIMITS)}
+                         ratelimit.PACING: ratelimit.pacing_resource(shares, RATE_LIMITS),
+                         CALL_SETTINGS_RESOURCE: CALL_SETTINGS.resource()}
 
     def resource(name):
         def value(wildcards):
@@ -88,25 +94,17 @@ def model_resources(models, rule_jobs=None):
 
         return value
 
-    return {name: resource(name) for name in [*_run_resources, ratelimit.PACING]}
-
-
-def as_list(names):
-    return names if isinstance(names, list) else [names]
-
-
-# Settings that pace the calls and change no answer: resources (above), never params, so
-# changing them reruns nothing.
-PACING_SETTINGS = ("rate_limits", "jobs_per_rate_limit", "max_network_jobs")
+    return {name: resource(name) for name in [*_run_resources, ratelimit.PACING, CALL_SETTINGS_RESOURCE]}
 
 
 def llm_settings():
-    return canonical({key: value for key, value in config["llm"].items() if key not in PACING_SETTINGS})
+    """The `llm` keys that change answers (the cache, replay, the simulator's parameters)."""
+    return canonical({key: value for key, value in config["llm"].items() if key not in CallSettings.keys()})
 
 
 def model_entries(names):
     """The named models' config entries, in the role's order (a review panel's votes keep it)."""
-    return [canonical({"name": name, **config["models"][name]}) for name in as_list(names)]
+    return [canonical(answer_entry({"name": name, **config["models"][name]})) for name in jobs.as_list(names)]
 
 
 def role_models(role):
@@ -114,7 +112,7 @@ def role_models(role):
 
 
 def judges():
-    return as_list(config["roles"]["judges"])
+    return jobs.judges(config)
 
 
 def run_agent(wildcards):
@@ -149,9 +147,15 @@ def run_prompt(wildcards):
 
 
 def prompt_files(*prompt_ids, taxonomy=False):
-    """A stage's prompt files (and the dimension taxonomy where its prompts use it)."""
+    """Prompt files (and the dimension taxonomy where the prompts use it)."""
     files = [f"prompts/{p}.yaml" for p in prompt_ids]
     return files + (["prompts/taxonomy.yaml"] if taxonomy else [])
+
+
+def stage_prompts(rule):
+    """A model stage's prompt files, as its registry entry lists them (aura_eval.stages)."""
+    entry = MODEL_STAGES[rule]
+    return prompt_files(*entry.prompts, taxonomy=entry.taxonomy)
 
 
 def judge_model(wildcards):
@@ -169,8 +173,7 @@ def judge_jobs():
 
 
 def reliability_jobs():
-    return [reliability_models(SimpleNamespace(kind=kind, agent=agent)) for kind in RELIABILITY_KINDS
-            for agent in reliability_agents(kind)]
+    return [reliability_models(SimpleNamespace(**job)) for job in jobs.stage_jobs(config, ("kind", "agent"))]
 
 
 def reliability_models(wildcards):
@@ -203,7 +206,18 @@ def judge_prompt_files(*axes):
 
 
 def config_values(keys):
-    return {key: canonical(config[key]) for key in keys}
+    """A table's config values, without what changes no answer (the call settings: a resource)."""
+    values = {key: config[key] for key in keys}
+    if "llm" in values:
+        values["llm"] = {k: v for k, v in values["llm"].items() if k not in CallSettings.keys()}
+    if "models" in values:
+        values["models"] = {name: answer_entry(spec) for name, spec in values["models"].items()}
+    return {key: canonical(value) for key, value in values.items()}
+
+
+def table_resources(table):
+    """The call settings, for a table that shows some (its config names `llm` or `models`)."""
+    return {CALL_SETTINGS_RESOURCE: CALL_SETTINGS.resource()} if {"llm", "models"} & set(table.config) else {}
 
 
 # -- the jobs of this run -----------------------------------------------------------------
@@ -214,10 +228,9 @@ def rjudge_files():
                   kind=["harmful", "benign"])
 
 
+# The job plan is aura_eval.jobs's (the forecast counts the same jobs); these read this run's config.
 def runs():
-    """Every evaluated run: each agent in ReAct format, the action-only agents again."""
-    return [run_name(a, REACT) for a in config["agents"]] + [
-        run_name(a, ACTION_ONLY) for a in config["action_only"]["agents"]]
+    return jobs.runs(config)
 
 
 def phase1_files(wildcards):
@@ -229,27 +242,12 @@ def judgment_files(wildcards):
     return [f"results/judgments/{wildcards.run}/{j}.jsonl" for j in judges()]
 
 
-def vendor_swap_agents():
-    """Agents sharing a vendor with a panel judge (paper F.4), when the analysis is on."""
-    if not config["reliability"]["vendor_swap"]:
-        return []
-    vendors = {config["models"][j].get("vendor") for j in judges()}
-    return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
-
-
 def calibration_agents():
-    """The evaluated models the calibration runs and the human audit use (paper F.1: four),
-    so that adding an agent changes neither the calibration sample nor the audit."""
-    return list(config["reliability"]["calibration_agents"])
+    return jobs.calibration_agents(config)
 
 
 def reliability_agents(kind):
-    """five_judge and repeats: the calibration agents (when on); vendor_swap: see above."""
-    rel = config["reliability"]
-    if kind == "vendor_swap":
-        return vendor_swap_agents()
-    on = rel["five_judge_panel"] if kind == "five_judge" else rel["repeats"] > 0
-    return calibration_agents() if on else []
+    return jobs.reliability_agents(config, kind)
 
 
 def reliability_files(kind):
@@ -287,19 +285,13 @@ def label_files():
 
 
 def react_runs():
-    return [run_name(a, REACT) for a in config["agents"]]
+    return jobs.react_runs(config)
 
 
-# Every model job's call log, by rule: the report counts calls, tokens and cache hits from them.
-CONSTRUCTION_STAGES = ["relevance", "vary", "review_variations", "classify", "generate_pairs", "review_pairs"]
-CALL_LOGS = {
-    "tag_steps": "results/calls/tag_steps.jsonl",
-    **{stage: f"results/calls/construct/{stage}.jsonl" for stage in CONSTRUCTION_STAGES},
-    "rollout": "results/calls/rollout/{run}.jsonl",
-    "judge_detection_type": "results/calls/judge/{run}/detection_type/{judge}.jsonl",
-    "judge_safety": "results/calls/judge/{run}/safety/{judge}.jsonl",
-    "reliability": "results/calls/reliability/{kind}/{agent}.jsonl",
-}
+# Every model stage (aura_eval.stages) and its call log, by rule: the report counts calls, tokens and
+# cache hits from them.
+MODEL_STAGES = stages.registry()
+CALL_LOGS = {rule: entry.calls for rule, entry in MODEL_STAGES.items()}
 
 
 # Every job that calls a model runs on the host running Snakemake, whatever the executor (a no-op
@@ -309,14 +301,9 @@ workflow.localrules(*CALL_LOGS)
 
 
 def call_logs():
-    """The call log of every model job of this run, from CALL_LOGS and the run's jobs."""
-    logs = [CALL_LOGS[stage] for stage in ["tag_steps", *CONSTRUCTION_STAGES]]
-    logs += expand(CALL_LOGS["rollout"], run=runs())
-    for phase in ("judge_detection_type", "judge_safety"):
-        logs += expand(CALL_LOGS[phase], run=runs(), judge=judges())
-    for kind in RELIABILITY_KINDS:
-        logs += expand(CALL_LOGS["reliability"], kind=kind, agent=reliability_agents(kind))
-    return logs
+    """The call log of every model job of this run: each stage's, for each of its jobs."""
+    return [entry.calls.format(**job) for entry in MODEL_STAGES.values()
+            for job in jobs.stage_jobs(config, entry.wildcards)]
 
 
 # -- tables and figures: each reads only the inputs its registry entry names -----------------

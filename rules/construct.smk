@@ -6,10 +6,10 @@
 rule relevance:
     input:
         prefixes=FILES["prefixes"],
-        prompts=prompt_files("p2_dimension_relevance", taxonomy=True),
+        prompts=stage_prompts("relevance"),
     output:
-        relevance="results/construct/relevance.jsonl",
-        candidates="results/construct/candidates.jsonl",
+        relevance=FILES["relevance"],
+        candidates=FILES["candidates"],
         calls=CALL_LOGS["relevance"],
     threads: model_threads(role_models("relevance"))
     resources:
@@ -28,11 +28,11 @@ rule relevance:
 
 rule vary:
     input:
-        candidates="results/construct/candidates.jsonl",
+        candidates=FILES["candidates"],
         prefixes=FILES["prefixes"],
-        prompts=prompt_files("p3_intensity_variation", "p4_context_variation", taxonomy=True),
+        prompts=stage_prompts("vary"),
     output:
-        variations="results/construct/variations.jsonl",
+        variations=FILES["variations"],
         calls=CALL_LOGS["vary"],
     threads: model_threads(role_models("generator"))
     resources:
@@ -50,11 +50,11 @@ rule vary:
 
 rule review_variations:
     input:
-        variations="results/construct/variations.jsonl",
+        variations=FILES["variations"],
         prefixes=FILES["prefixes"],
-        prompts=prompt_files("p5_intensity_review", "p6_context_review", taxonomy=True),
+        prompts=stage_prompts("review_variations"),
     output:
-        reviews="results/construct/variation_reviews.jsonl",
+        reviews=FILES["variation_reviews"],
         calls=CALL_LOGS["review_variations"],
     threads: model_threads(role_models("reviewers"))
     resources:
@@ -73,9 +73,9 @@ rule review_variations:
 rule classify:
     input:
         prefixes=FILES["prefixes"],
-        variations="results/construct/variations.jsonl",
-        reviews="results/construct/variation_reviews.jsonl",
-        prompts=prompt_files("p7_pair_classification"),
+        variations=FILES["variations"],
+        reviews=FILES["variation_reviews"],
+        prompts=stage_prompts("classify"),
     output:
         pool=FILES["pool"],
         calls=CALL_LOGS["classify"],
@@ -97,7 +97,7 @@ rule generate_pairs:
     input:
         pool=FILES["pool"],
         seeds=FILES["seeds"],
-        prompts=prompt_files("p8_pair_generation"),
+        prompts=stage_prompts("generate_pairs"),
     output:
         pairs=FILES["pairs"],
         calls=CALL_LOGS["generate_pairs"],
@@ -119,7 +119,7 @@ rule review_pairs:
     input:
         pairs=FILES["pairs"],
         pool=FILES["pool"],
-        prompts=prompt_files("p9_pair_review"),
+        prompts=stage_prompts("review_pairs"),
     output:
         reviews=FILES["pair_reviews"],
         calls=CALL_LOGS["review_pairs"],
@@ -140,16 +140,16 @@ rule review_pairs:
 rule release:
     input:
         prefixes=FILES["prefixes"],
-        relevance="results/construct/relevance.jsonl",
-        candidates="results/construct/candidates.jsonl",
-        variations="results/construct/variations.jsonl",
-        reviews="results/construct/variation_reviews.jsonl",
+        relevance=FILES["relevance"],
+        candidates=FILES["candidates"],
+        variations=FILES["variations"],
+        reviews=FILES["variation_reviews"],
         pool=FILES["pool"],
         pairs=FILES["pairs"],
         pair_reviews=FILES["pair_reviews"],
     output:
         dataset=FILES["dataset"],
-        excluded="results/dataset/excluded.jsonl",
+        excluded=FILES["excluded"],
         card=FILES["card"],
         funnel=FILES["funnel"],
     log:

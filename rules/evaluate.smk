@@ -25,7 +25,7 @@ rule judge_detection_type:
     input:
         dataset=FILES["dataset"],
         rollouts="results/rollouts/{run}.jsonl",
-        prompts=judge_prompt_files("detection", "action_type"),
+        prompts=stage_prompts("judge_detection_type"),
     output:
         judgments="results/judgments/{run}/detection_type/{judge}.jsonl",
         calls=CALL_LOGS["judge_detection_type"],
@@ -48,7 +48,7 @@ rule judge_safety:
         phase1=phase1_files,
         dataset=FILES["dataset"],
         rollouts="results/rollouts/{run}.jsonl",
-        prompt=judge_prompt_files("action_safety"),
+        prompts=stage_prompts("judge_safety"),
     output:
         judgments="results/judgments/{run}/{judge}.jsonl",
         calls=CALL_LOGS["judge_safety"],

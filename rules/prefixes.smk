@@ -1,7 +1,7 @@
 rule tag_steps:
     input:
         seeds=FILES["seeds"],
-        prompt="prompts/p1_step_tagging.yaml",
+        prompts=stage_prompts("tag_steps"),
     output:
         tags=FILES["tags"],
         calls=CALL_LOGS["tag_steps"],

@@ -3,7 +3,7 @@ rule reliability:
         dataset=FILES["dataset"],
         rollouts="results/rollouts/{agent}.jsonl",
         labels=reliability_labels,
-        prompts=judge_prompt_files(*AXES),
+        prompts=stage_prompts("reliability"),
     output:
         rows="results/reliability/{kind}/{agent}.jsonl",
         calls=CALL_LOGS["reliability"],

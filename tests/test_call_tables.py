@@ -10,7 +10,7 @@ import pytest
 from aura_eval.util.jsonl import write_jsonl
 from aura_eval.analyze.calls import CallTotals, model_calls, run_summary, stage_group, stage_summary
 from aura_eval.util.table_files import build, markdown, write_csv
-from aura_eval.vocab import MODEL_STAGES
+from aura_eval.stages import call_groups
 
 
 # The tables as they were computed before streaming (every row in one DataFrame): the reference.
@@ -48,7 +48,7 @@ def reference_stage_summary(calls: list[dict]) -> pd.DataFrame:
         if column not in df:
             df[column] = None
     rows = []
-    order = {name: i for i, name in enumerate(MODEL_STAGES)}
+    order = {name: i for i, name in enumerate(call_groups())}
     for group, g in sorted(df.groupby("group"), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
         prompts = sorted({(p, v) for p, v in zip(g.get("prompt", []), g.get("prompt_version", [])) if p})
         cost = g["cost_usd"].dropna()

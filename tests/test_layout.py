@@ -12,8 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, then the stages in the order
 # their files flow, then the tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "util", "util.jsonl", "util.stats", "util.cells", "util.sampling", "workflow_config", "util.table_files",
-        "util.prompts", "llm.types", "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "simulator",
-        "simulator.planted", "llm.batch", "llm.client", "llm", "panel", "stage",
+        "util.prompts", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "simulator",
+        "simulator.planted", "llm.batch", "llm.client", "llm", "panel", "stage", "stages", "jobs",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.card", "construct.release",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",

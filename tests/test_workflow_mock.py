@@ -3,6 +3,7 @@ answers each construction request with a valid instance of its schema): file con
 counts and the job graph."""
 
 import io
+import shutil
 import json
 import os
 import re
@@ -360,3 +361,55 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
     assert after == before and any("annotation" in str(p) for p in before)
     again = snakemake(work, "--configfile", str(bigger), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+# Settings that change no answer (aura_eval.llm.settings): each, changed on a finished run, plans no job.
+ANSWER_FREE_SETTINGS = [
+    ("llm", "timeout_s", 61), ("llm", "max_retries", 2), ("llm", "backoff_s", 0.25), ("llm", "max_wait_s", 30),
+    ("llm", "concurrency", {"default": 3}), ("llm", "max_failed_share", 0.5), ("llm", "batch_poll_s", 5),
+    ("llm", "batch_max_wait_s", 60), ("llm", "budget_usd", 100), ("llm", "rate_limits", {"openai": {"rpm": 6000}}),
+    ("llm", "jobs_per_rate_limit", 2), ("llm", "max_network_jobs", 3), ("llm", "cache_on_network_fs", True),
+    ("judge-1", "batch", True), ("judge-1", "price", {"input_per_mtok": 1.0, "output_per_mtok": 2.0}),
+    ("judge-1", "api_key_env", "AURA_OTHER_CRED"),
+]
+
+
+def _changed(config: dict, changes) -> dict:
+    out = json.loads(json.dumps(config))
+    for section, key, value in changes:
+        (out["llm"] if section == "llm" else out["models"][section])[key] = value
+    return out
+
+
+def test_settings_that_change_no_answer_rerun_nothing(mock_run, tmp_path, monkeypatch):
+    work, config = mock_run
+    copy = tmp_path / "copy"
+    shutil.copytree(work, copy, symlinks=True)  # a finished run of our own (mtimes kept)
+    base = yaml.safe_load(config.read_text())
+    path = copy / ".test" / "config" / "changed.yaml"
+    for change in ANSWER_FREE_SETTINGS:
+        path.write_text(yaml.safe_dump(_changed(base, [change])))
+        assert planned_jobs(copy, "--configfile", str(path)) == {}, change
+    # All at once, and one job forced: its log shows the new values in force (answers from the cache).
+    path.write_text(yaml.safe_dump(_changed(base, ANSWER_FREE_SETTINGS)))
+    assert planned_jobs(copy, "--configfile", str(path)) == {}
+    monkeypatch.setenv("AURA_OTHER_CRED", "other-cred-1234567890")
+    snakemake(copy, "--configfile", str(path), "--forcerun", "judge_safety", "--until", "judge_safety")
+    log = (copy / "logs/judge/mock-agent/safety/judge-1.log").read_text()
+    assert "timeout_s=61" in log and "max_failed_share=0.5" in log and "budget_usd=100" in log
+    assert "concurrency={'default': 3}" in log
+    calls = read_jsonl(copy / "results/calls/judge/mock-agent/safety/judge-1.jsonl")
+    assert calls and all(c["cache_hit"] for c in calls)  # a batch model whose answers are all cached sends nothing
+    # What changes answers still reruns exactly its jobs: a judge's sampling parameters, replay.
+    path.write_text(yaml.safe_dump(_changed(base, [("judge-2", "params", {**base["models"]["judge-2"]["params"],
+                                                                          "temperature": 0.3})])))
+    planned = planned_jobs(copy, "--configfile", str(path))
+    assert planned["judge_detection_type"] == 2  # judge-2 on the two runs
+    assert planned["judge_safety"] == 6  # every judge's safety job reads every judge's action types
+    assert "rollout" not in planned and "tag_steps" not in planned and planned["labels"] == 2
+    assert planned["reliability"] == 3  # every calibration run's panel holds judge-2
+    replay = json.loads(json.dumps(base))
+    replay["llm"]["replay"] = True
+    path.write_text(yaml.safe_dump(replay))
+    planned = planned_jobs(copy, "--configfile", str(path))
+    assert {"tag_steps", "relevance", "rollout", "judge_safety", "reliability"} <= set(planned)

@@ -15,7 +15,8 @@ import pandas as pd
 from aura_eval.analyze.forecast import forecast
 from aura_eval.util.jsonl import iter_jsonl, read_jsonl
 from aura_eval.util.table_files import explain
-from aura_eval.vocab import MODEL_STAGES, builder, stage_group
+from aura_eval.stages import call_groups
+from aura_eval.vocab import builder, stage_group
 
 MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
                       "tokens_in", "tokens_out", "cost_usd"]
@@ -116,7 +117,7 @@ class CallTotals:
         summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
         if not self.rows:
             return pd.DataFrame(columns=STAGE_COLUMNS)
-        order = {name: i for i, name in enumerate(MODEL_STAGES)}
+        order = {name: i for i, name in enumerate(call_groups())}
         # A version column with a gap is a float column in pandas (`v1.0`); kept so, for identical tables.
         version = float if self.missing["prompt_version"] else (lambda v: v)
         rows = []

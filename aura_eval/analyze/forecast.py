@@ -10,10 +10,10 @@ Every evaluated row is assumed judgeable where no rollouts exist.
 Input tokens: the real prompts, rendered by the stages' own request builders from the files
 that exist, counted with litellm's `token_counter` (its default tokenizer for every model: an
 estimate for vendors whose tokenizer differs); where a stage's input is missing, the prompt
-template plus `TRAJECTORY_COPIES` x the mean tokens of the seeds' trajectories (the seeds are
+template plus the stage's `trajectory_copies` x the mean tokens of the seeds' trajectories (the seeds are
 selected from the raw R-Judge files, so this needs no model call), marked `estimated`.
 Output tokens: the mean observed in the call logs for that stage and model where they exist,
-else `DEFAULT_OUTPUT_TOKENS` for the stage; both capped at the model's `max_tokens`.
+else the stage's `output_tokens` (aura_eval.stages); both capped at the model's `max_tokens`.
 Dollars: `llm.pricing` (litellm's local cost map, else the entry's `price`; batch prices where
 `batch: true`); an unpriced model shows as unpriced, never $0.
 Wall time: per rate-limit bucket (`llm.rate_limits`: a `provider/model` key, else the
@@ -32,46 +32,17 @@ import string
 from collections import defaultdict
 from pathlib import Path
 
+from aura_eval import jobs, stages
 from aura_eval.construct.funnel import PAPER_FUNNEL
-from aura_eval.construct.pairing import classification_request, pair_request, pair_review_requests, pool_items
 from aura_eval.construct.seeds import load_seeds, stratified_subset
-from aura_eval.construct.tagging import render_steps, tag_request
-from aura_eval.construct.variation import relevance_request, review_requests, variation_request
-from aura_eval.evaluate.judging import _request as judge_request
-from aura_eval.evaluate.judging import judgeable
-from aura_eval.evaluate.rollout import rollout_request
+from aura_eval.construct.tagging import render_steps
 from aura_eval.llm import pricing, ratelimit
 from aura_eval.llm.types import endpoint_from
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
-from aura_eval.vocab import (
-    ACTION_ONLY,
-    AGENT_PROMPTS,
-    AXES,
-    FILES,
-    JUDGE_PROMPTS,
-    MODEL_STAGES,
-    REACT,
-    load_taxonomy,
-    run_name,
-    stage_group,
-)
+from aura_eval.vocab import AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, parse_run, stage_group
 
 PAPER_SEEDS = 157
-STAGES = MODEL_STAGES
-# Output tokens per call where no call log shows them yet: our estimate of a typical answer
-# (a JSON verdict, a rewritten trajectory, a thought and action), capped at max_tokens.
-DEFAULT_OUTPUT_TOKENS = {"tag_steps": 120, "relevance": 600, "vary": 2000, "review_variations": 300,
-                         "classify": 600, "generate_pairs": 2500, "review_pairs": 400, "rollout": 400,
-                         "judge_detection_type": 150, "judge_safety": 150, "reliability:five_judge": 150,
-                         "reliability:repeats": 150, "reliability:vendor_swap": 150}
-# For an estimated prompt: how many trajectories (seed-sized) each stage's prompt holds.
-TRAJECTORY_COPIES = {"tag_steps": 1, "relevance": 1, "vary": 1, "review_variations": 2, "classify": 1,
-                     "generate_pairs": 2, "review_pairs": 3, "rollout": 1}
-STAGE_PROMPTS = {"tag_steps": ["p1_step_tagging"], "relevance": ["p2_dimension_relevance"],
-                 "vary": ["p4_context_variation"], "review_variations": ["p6_context_review"],
-                 "classify": ["p7_pair_classification"], "generate_pairs": ["p8_pair_generation"],
-                 "review_pairs": ["p9_pair_review"]}
 ROWS_COLUMNS = ["stage", "endpoint", "model", "provider", "batch", "calls", "tokens_in", "tokens_out", "usd",
                 "usd_standard", "usd_batch", "price_source", "counts", "tokens", "output_from"]
 
@@ -120,187 +91,125 @@ class _Plan:
         cell["tokens"].add(tokens)
 
 
-def _as_list(value):
-    return value if isinstance(value, list) else [value]
-
-
 def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None) -> _Plan:
-    """Calls and input tokens of every model stage; `results=False` reads no intermediate file
-    (the forecast before any call: the config and the raw R-Judge files only); `seeds`, when
-    given, are the run's seeds (else read or selected from `rjudge_dir`)."""
+    """Calls and input tokens of every job of every model stage (aura_eval.stages, aura_eval.jobs):
+    the requests its own builder makes where its inputs exist, else an estimate; `results=False`
+    reads no intermediate file (the forecast before any call: the config and the raw R-Judge files
+    only); `seeds`, when given, are the run's seeds (else read or selected from `rjudge_dir`)."""
     root = Path(root)
-    read = (lambda rel: _read(root, rel)) if results else (lambda rel: None)
-    roles, models = config["roles"], config["models"]
-    endpoint = {name: endpoint_from(name, spec) for name, spec in models.items()}
+    read_file = (lambda rel: _read(root, rel)) if results else (lambda rel: None)
+    seeds_read = read_file(FILES["seeds"])
+    seeds = seeds or seeds_read or stratified_subset(load_seeds(root / config["rjudge_dir"]), config["seeds"])
+
+    def read(name: str):
+        return seeds if name == "seeds" else read_file(FILES.get(name, name))
+
     p = _Plan()
-
-    seeds = seeds or read(FILES["seeds"]) or stratified_subset(load_seeds(root / config["rjudge_dir"]), config["seeds"])
-    scale = len(seeds) / PAPER_SEEDS
     trajectory = sum(count_tokens([{"role": "user", "content": render_steps(s["steps"])}]) for s in seeds) / len(seeds)
-
-    def estimated_in(stage):
-        return round(_template_tokens(STAGE_PROMPTS[stage][0]) + TRAJECTORY_COPIES[stage] * trajectory)
-
-    def real(stage, requests, counts="files"):
-        by_endpoint = defaultdict(lambda: [0, 0])
-        for r in requests:
-            by_endpoint[r.endpoint.name][0] += 1
-            by_endpoint[r.endpoint.name][1] += count_tokens(r.messages)
-        for name, (n, tokens) in by_endpoint.items():
-            p.add(stage, name, n, tokens, counts, "rendered")
-
-    def estimate(stage, names, n, counts="estimated"):
-        for name in _as_list(names):
-            p.add(stage, name, n, n * estimated_in(stage), counts, "estimated")
-
-    # -- construction ----------------------------------------------------------------
-    prompt_of = {pid: load_prompt(pid) for pids in STAGE_PROMPTS.values() for pid in pids}
-    prompt_of |= {pid: load_prompt(pid) for pid in ("p3_intensity_variation", "p5_intensity_review")}
-    taxonomy = load_taxonomy()
-    real("tag_steps", [tag_request(s, prompt_of["p1_step_tagging"], endpoint[roles["tagger"]]) for s in seeds],
-         counts="files" if read(FILES["seeds"]) else "config")
-    # Where a stage's input is missing, its count follows the stage before at the paper's ratio
-    # (candidates per prefix, parseable per candidate, ...), so estimates and real counts chain.
-    ratio = {name: PAPER_FUNNEL[b] / PAPER_FUNNEL[a] for name, (a, b) in {
-        "candidates": ("prefixes", "variation candidates"), "parseable": ("variation candidates", "parseable variations"),
-        "kept": ("parseable variations", "kept variations"), "pairs": ("classified pool", "pair candidates"),
-        "parseable_pairs": ("pair candidates", "parseable pairs"), "kept_pairs": ("parseable pairs", "kept pairs")}.items()}
-    prefixes = read(FILES["prefixes"])
-    if prefixes is not None:
-        real("relevance", [relevance_request(x, prompt_of["p2_dimension_relevance"], taxonomy,
-                                             endpoint[roles["relevance"]]) for x in prefixes])
-        n_prefixes = len(prefixes)
-    else:
-        n_prefixes = round(PAPER_FUNNEL["prefixes"] * scale)
-        estimate("relevance", roles["relevance"], n_prefixes)
-    by_prefix = {x["prefix_id"]: x for x in prefixes or []}
-    candidates = read("results/construct/candidates.jsonl")
-    if candidates is not None and prefixes is not None:
-        selected = [c for c in candidates if c["selected"]]
-        real("vary", [variation_request(c, by_prefix, prompt_of, taxonomy, endpoint[roles["generator"]])
-                      for c in selected])
-        n_candidates = len(selected)
-    else:
-        cap = config.get("construction", {}).get("max_candidates_per_prefix")
-        n_candidates = round(n_prefixes * ratio["candidates"])
-        n_candidates = min(n_candidates, cap * n_prefixes) if cap else n_candidates
-        estimate("vary", roles["generator"], n_candidates)
-    variations = read("results/construct/variations.jsonl")
-    reviewers = [endpoint[n] for n in _as_list(roles["reviewers"])]
-    if variations is not None and prefixes is not None:
-        passed = [v for v in variations if v["passed_gate"]]
-        real("review_variations", [r for v in passed
-                                   for r in review_requests(v, by_prefix, prompt_of, taxonomy, reviewers)])
-        n_reviewed = len(passed)
-    else:
-        n_reviewed = round(n_candidates * ratio["parseable"])
-        estimate("review_variations", roles["reviewers"], n_reviewed)
-    reviews = read("results/construct/variation_reviews.jsonl")
-    if None not in (prefixes, variations, reviews):
-        pool_in = pool_items(prefixes, variations, reviews)
-        real("classify", [classification_request(i, prompt_of["p7_pair_classification"], endpoint[roles["classifier"]])
-                          for i in pool_in])
-        n_pool = len(pool_in)
-    else:
-        n_pool = n_prefixes + round(n_reviewed * ratio["kept"])
-        estimate("classify", roles["classifier"], n_pool)
-    pool = read(FILES["pool"])
-    by_seed = {s["seed_id"]: s for s in seeds}
-    if pool is not None:
-        pairable = [i for i in pool if i["classification"]["pairable"]]
-        real("generate_pairs", [pair_request(i, by_seed[i["seed_id"]], prompt_of["p8_pair_generation"],
-                                             endpoint[roles["pair_generator"]]) for i in pairable])
-        n_pairs = len(pairable)
-    else:
-        n_pairs = round(n_pool * ratio["pairs"])
-        estimate("generate_pairs", roles["pair_generator"], n_pairs)
-    pairs = read(FILES["pairs"])
-    pair_reviewers = [endpoint[n] for n in _as_list(roles["pair_reviewers"])]
-    if pairs is not None and pool is not None:
-        by_item = {i["item_id"]: i for i in pool}
-        checked = [x for x in pairs if x["passed_checks"]]
-        real("review_pairs", [r for x in checked
-                              for r in pair_review_requests(x, by_item, prompt_of["p9_pair_review"], pair_reviewers)])
-        n_pair_reviews = len(checked)
-    else:
-        n_pair_reviews = round(n_pairs * ratio["parseable_pairs"])
-        estimate("review_pairs", roles["pair_reviewers"], n_pair_reviews)
-
-    # -- evaluation ------------------------------------------------------------------
-    dataset = read(FILES["dataset"])
-    # Released rows: the pool and its kept counterparts, less the paper's final filtering share.
-    paper_released = PAPER_FUNNEL["released rows"] / (PAPER_FUNNEL["classified pool"] + PAPER_FUNNEL["kept pairs"])
-    n_rows = len(dataset) if dataset is not None else round(
-        (n_pool + round(n_pair_reviews * ratio["kept_pairs"])) * paper_released)
-    rows_basis = "files" if dataset is not None else "estimated"
-    judges = _as_list(roles["judges"])
-    judge_prompts = {axis: load_prompt(JUDGE_PROMPTS[axis]) for axis in AXES}
-    agent_out = DEFAULT_OUTPUT_TOKENS["rollout"]
-    action_only = set(config.get("action_only", {}).get("agents", []))
-    n_subset = min(config.get("action_only", {}).get("n_items", 0), n_rows)
-    subset = read(FILES["subset"])
-    items = {i["item_id"]: i for i in dataset or []}
-    agent_template = _template_tokens(AGENT_PROMPTS[(REACT, "text")])
-    judge_templates = {axis: _template_tokens(JUDGE_PROMPTS[axis]) for axis in AXES}
-    per_judge_call = {axis: round(judge_templates[axis] + trajectory + agent_out / 2) for axis in AXES}
-    mean_judge_in = round(sum(per_judge_call.values()) / len(AXES))
-
-    for agent, spec in config["agents"].items():
-        for fmt in (REACT, ACTION_ONLY):
-            if fmt == ACTION_ONLY and agent not in action_only:
+    estimates = _Estimates(config, len(seeds) / PAPER_SEEDS, trajectory, read)
+    for stage in stages.registry().values():
+        for job in jobs.stage_jobs(config, stage.wildcards):
+            names = jobs.job_models(config, stage.role, job)
+            ctx = stages.StageInputs(read, job, [{"name": n, **config["models"][n]} for n in names], config)
+            requests = stage.requests(ctx) if stage.requests else None
+            if requests is None:
+                for name, calls, tokens_in, basis in estimates.calls(stage, job, names):
+                    p.add(stage_group_of(stage, job), name, calls, tokens_in, basis, "estimated")
                 continue
-            run = run_name(agent, fmt)
-            ep = endpoint[spec["model"]]
-            run_items = (dataset if fmt == REACT else subset)
-            if run_items is not None:
-                prompt = load_prompt(AGENT_PROMPTS[(fmt, spec.get("output", "text"))])
-                real("rollout", [rollout_request(i, ep, prompt, agent, fmt, spec) for i in run_items])
-            else:
-                n = n_rows if fmt == REACT else n_subset
-                p.add("rollout", ep.name, n, n * round(agent_template + trajectory), rows_basis, "estimated")
-            rollouts = read(f"results/rollouts/{run}.jsonl")
-            if rollouts is not None and dataset is not None:
-                ok = judgeable(rollouts)
-                for judge in judges:
-                    jep = endpoint[judge]
-                    real("judge_detection_type", [judge_request("detection", r, items[r["item_id"]], jep,
-                                                                judge_prompts["detection"], 0)
-                                                  for r in ok if r["thought"]]
-                         + [judge_request("action_type", r, items[r["item_id"]], jep, judge_prompts["action_type"], 0)
-                            for r in ok])
-                    real("judge_safety", [judge_request("action_safety", r, items[r["item_id"]], jep,
-                                                        judge_prompts["action_safety"], 0, action_type="A0")
-                                          for r in ok])
-            else:
-                n = n_rows if fmt == REACT else n_subset
-                axes1 = ("detection", "action_type") if fmt == REACT else ("action_type",)
-                for judge in judges:
-                    p.add("judge_detection_type", judge, n * len(axes1), n * sum(per_judge_call[a] for a in axes1),
-                          rows_basis, "estimated")
-                    p.add("judge_safety", judge, n, n * per_judge_call["action_safety"], rows_basis, "estimated")
-
-    # Reliability: three axes per item and panel member (the mean judge prompt of the estimate).
-    rel = config.get("reliability", {})
-    calibration = min(rel.get("calibration_items", 0), n_rows)
-    calibration_agents = rel.get("calibration_agents", [])
-    if rel.get("five_judge_panel"):
-        for judge in _as_list(roles["validation_judges"]):
-            n = 3 * calibration * len(calibration_agents)
-            p.add("reliability:five_judge", judge, n, n * mean_judge_in, "config", "estimated")
-    if rel.get("repeats", 0) > 0:
-        for judge in judges:
-            n = 3 * calibration * rel["repeats"] * len(calibration_agents)
-            p.add("reliability:repeats", judge, n, n * mean_judge_in, "config", "estimated")
-    if rel.get("vendor_swap"):
-        vendors = {models[j].get("vendor") for j in judges}
-        swapped = [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
-        n_swap = min(rel.get("vendor_swap_items", 0), n_rows)
-        for agent in swapped:
-            vendor = config["agents"][agent]["vendor"]
-            panel = [roles["replacement_judge"] if models[j].get("vendor") == vendor else j for j in judges]
-            for judge in panel:
-                p.add("reliability:vendor_swap", judge, 3 * n_swap, 3 * n_swap * mean_judge_in, "config", "estimated")
+            basis = "config" if stage.rule == "tag_steps" and not seeds_read else "files"
+            by_endpoint = defaultdict(lambda: [0, 0])
+            for r in requests:
+                by_endpoint[r.endpoint.name][0] += 1
+                by_endpoint[r.endpoint.name][1] += count_tokens(r.messages)
+            for name, (n, tokens) in by_endpoint.items():
+                p.add(stage.rule, name, n, tokens, basis, "rendered")
+            estimates.asked(stage.rule, len(requests) // max(1, len(names)))
     return p
+
+
+def stage_group_of(stage: stages.ModelStage, job: dict) -> str:
+    """The call-log group of one job (reliability jobs: per kind), as vocab.stage_group gives it."""
+    return stage_group(":".join([stage.rule, *job.values()])) if stage.groups else stage.rule
+
+
+class _Estimates:
+    """Calls and input tokens of the jobs whose inputs do not exist yet. A construction stage's
+    units follow the stage before at the paper's ratio (candidates per prefix, parseable per
+    candidate, ...: PAPER_FUNNEL), from the real count where the stage before could be counted,
+    so estimates and real counts chain; an evaluation job asks about every released row (or the
+    action-only subset), three axes per calibration item and panel member for reliability."""
+
+    def __init__(self, config: dict, scale: float, trajectory: float, read):
+        self.config, self.scale, self.trajectory, self.read = config, scale, trajectory, read
+        self.units: dict[str, int] = {}  # rule -> units it asks about (one per request, per panel member)
+        self.ratio = {name: PAPER_FUNNEL[b] / PAPER_FUNNEL[a] for name, (a, b) in {
+            "candidates": ("prefixes", "variation candidates"),
+            "parseable": ("variation candidates", "parseable variations"),
+            "kept": ("parseable variations", "kept variations"), "pairs": ("classified pool", "pair candidates"),
+            "parseable_pairs": ("pair candidates", "parseable pairs"), "kept_pairs": ("parseable pairs", "kept pairs")}.items()}
+
+    def asked(self, rule: str, units: int) -> None:
+        self.units[rule] = units
+
+    def _construction_units(self, rule: str) -> int:
+        u, r = self.units, self.ratio
+        if rule == "relevance":
+            return round(PAPER_FUNNEL["prefixes"] * self.scale)
+        if rule == "vary":
+            cap = self.config.get("construction", {}).get("max_candidates_per_prefix")
+            n = round(u["relevance"] * r["candidates"])
+            return min(n, cap * u["relevance"]) if cap else n
+        return {"review_variations": lambda: round(u["vary"] * r["parseable"]),
+                "classify": lambda: u["relevance"] + round(u["review_variations"] * r["kept"]),
+                "generate_pairs": lambda: round(u["classify"] * r["pairs"]),
+                "review_pairs": lambda: round(u["generate_pairs"] * r["parseable_pairs"])}[rule]()
+
+    def rows(self) -> tuple[int, str]:
+        """Released rows (real, or the pool and its kept counterparts less the paper's final filtering)."""
+        dataset = self.read("dataset")
+        if dataset is not None:
+            return len(dataset), "files"
+        released = PAPER_FUNNEL["released rows"] / (PAPER_FUNNEL["classified pool"] + PAPER_FUNNEL["kept pairs"])
+        kept_pairs = round(self.units["review_pairs"] * self.ratio["kept_pairs"])
+        return round((self.units["classify"] + kept_pairs) * released), "estimated"
+
+    def _per_call(self, prompt_id: str, copies: float) -> int:
+        return round(_template_tokens(prompt_id) + copies * self.trajectory)
+
+    def calls(self, stage: stages.ModelStage, job: dict, names: list[str]):
+        """[(model name, calls, input tokens, basis)] of one job."""
+        if "run" not in job and "kind" not in job:  # a construction stage: one job
+            n = self._construction_units(stage.rule)
+            self.asked(stage.rule, n)
+            # the last prompt is the one most units use (P4, P6: ten of the eleven dimensions)
+            per_call = self._per_call(stage.prompts[-1], stage.trajectory_copies)
+            return [(name, n, n * per_call, "estimated") for name in names]
+        n_rows, basis = self.rows()
+        judge_in = {axis: round(_template_tokens(JUDGE_PROMPTS[axis]) + self.trajectory
+                                + stage_output_tokens("rollout") / 2) for axis in AXES}
+        if "run" in job:
+            fmt = parse_run(job["run"])[1]
+            n = n_rows if fmt == REACT else min(self.config.get("action_only", {}).get("n_items", 0), n_rows)
+            if stage.rule == "rollout":
+                return [(names[0], n, n * self._per_call(AGENT_PROMPTS[(REACT, "text")], 1), basis)]
+            axes = ("action_safety",) if stage.rule == "judge_safety" else (
+                ("detection", "action_type") if fmt == REACT else ("action_type",))
+            return [(names[0], n * len(axes), n * sum(judge_in[a] for a in axes), basis)]
+        rel, mean_in = self.config.get("reliability", {}), round(sum(judge_in.values()) / len(AXES))
+        calibration = min(rel.get("calibration_items", 0), n_rows)
+        if job["kind"] == "vendor_swap":
+            models, vendor = self.config["models"], self.config["agents"][job["agent"]]["vendor"]
+            n = 3 * min(rel.get("vendor_swap_items", 0), n_rows)
+            panel = [self.config["roles"]["replacement_judge"] if models[j].get("vendor") == vendor else j
+                     for j in jobs.judges(self.config)]
+            return [(name, n, n * mean_in, "config") for name in panel]
+        n = 3 * calibration * (rel.get("repeats", 0) if job["kind"] == "repeats" else 1)
+        return [(name, n, n * mean_in, "config") for name in names]
+
+
+def stage_output_tokens(group: str) -> int:
+    """The forecast's guess of one answer's tokens in a call-log group, before any call log shows them."""
+    return stages.stage(group.split(":")[0]).output_tokens
 
 
 def observed_output_tokens(root: str | Path) -> dict[tuple[str, str], float]:
@@ -321,7 +230,7 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
     p = plan(config, root, results, seeds)
     observed = observed_output_tokens(root) if results else {}
     rows = []
-    for stage in STAGES:
+    for stage in stages.call_groups():
         for (s, name), cell in sorted(p.cells.items()):
             if s != stage:
                 continue
@@ -330,7 +239,7 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
             batch = bool(spec.get("batch", False))
             cap = ep.params.get("max_tokens")
             per_call, source = ((observed[(stage, name)], "call logs") if (stage, name) in observed
-                                else (DEFAULT_OUTPUT_TOKENS[stage], "default"))
+                                else (stage_output_tokens(stage), "default"))
             if cap is not None:
                 per_call = min(per_call, cap)
             tokens_out = round(per_call * cell["calls"])
@@ -388,7 +297,7 @@ def wall_time(rows: list[dict], limits: dict) -> dict:
     if len(unlimited) == len(buckets):
         return {"limits": [buckets[k] for k in sorted(buckets)], "wall_s": None, "unlimited": unlimited}
     bound = 0.0
-    for stage in STAGES:
+    for stage in stages.call_groups():
         times = [seconds(k, c, t) for (s, k), (c, t) in stage_cells.items() if s == stage]
         times = [t for t in times if t is not None]
         bound += max(times, default=0.0)

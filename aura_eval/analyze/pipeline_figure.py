@@ -15,33 +15,41 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from aura_eval.analyze.figures import save
+from aura_eval.stages import registry
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import builder
 
-# (title, rules, prompts, funnel counts shown after the step, funnel loss entries of the step),
-# in the order of the rules (rules/seeds.smk, prefixes.smk, construct.smk).
+# (title, rules, funnel counts shown after the step, funnel loss entries of the step), in the order of
+# the rules (rules/seeds.smk, prefixes.smk, construct.smk); the prompts come from the model stages' registry.
 STEPS = (
-    ("Seed selection", ("select_seeds",), (), (), ()),
-    ("Step tagging and truncation", ("tag_steps", "truncate_prefixes"), ("P1",), ("prefixes",), ()),
-    ("Dimension relevance", ("relevance",), ("P2",), ("relevant (prefix, dimension) pairs", "variation candidates"),
+    ("Seed selection", ("select_seeds",), (), ()),
+    ("Step tagging and truncation", ("tag_steps", "truncate_prefixes"), ("prefixes",), ()),
+    ("Dimension relevance", ("relevance",), ("relevant (prefix, dimension) pairs", "variation candidates"),
      ("relevance losses",)),
-    ("Variation", ("vary",), ("P3", "P4"), ("parseable variations", "passed gate"),
+    ("Variation", ("vary",), ("parseable variations", "passed gate"),
      ("generation losses", "gate rejections")),
-    ("Variation review", ("review_variations",), ("P5", "P6"), ("kept variations",), ("review losses",)),
-    ("NSP / SP classification", ("classify",), ("P7",), ("classified pool", "complete labels"), ()),
-    ("Pair generation", ("generate_pairs",), ("P8",), ("pair candidates", "parseable pairs", "passed pair checks"),
+    ("Variation review", ("review_variations",), ("kept variations",), ("review losses",)),
+    ("NSP / SP classification", ("classify",), ("classified pool", "complete labels"), ()),
+    ("Pair generation", ("generate_pairs",), ("pair candidates", "parseable pairs", "passed pair checks"),
      ("pair generation losses", "pair rejections")),
-    ("Pair review", ("review_pairs",), ("P9",), ("kept pairs",), ("pair review losses",)),
-    ("Release", ("release",), (), ("released rows", "paired rows"), ("excluded rows",)),
+    ("Pair review", ("review_pairs",), ("kept pairs",), ("pair review losses",)),
+    ("Release", ("release",), ("released rows", "paired rows"), ("excluded rows",)),
 )
 SEEDS = "seed trajectories"
+
+
+def prompt_label(prompt_id: str) -> str:
+    """How the figure names a construction prompt: `p3_intensity_variation` -> `P3` (the paper's P1-P9)."""
+    return prompt_id.split("_", 1)[0].upper()
 SHOWN_AS = {"classified pool": "classified pool (prefixes + kept variations)"}
 
 
 def pipeline_steps(funnel: dict, n_seeds: int) -> list[dict]:
     """Each step: title, rules, prompts, counts [(what, n)] and losses [(reason, n)] (nonzero)."""
     out = []
-    for title, rules, prompts, counts, losses in STEPS:
+    stages = registry()
+    for title, rules, counts, losses in STEPS:
+        prompts = tuple(prompt_label(pid) for rule in rules if rule in stages for pid in stages[rule].prompts)
         shown = [(SEEDS, n_seeds)] if rules == ("select_seeds",) else [(key, funnel[key]) for key in counts]
         lost = [(reason, n) for key in losses for reason, n in funnel[key].items() if n]
         out.append({"title": title, "rules": rules, "prompts": prompts, "counts": shown, "losses": lost})

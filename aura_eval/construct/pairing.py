@@ -15,8 +15,9 @@ from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
 from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import run_stage
+from aura_eval.stages import model_stage
 from aura_eval.construct.tagging import render_steps
-from aura_eval.vocab import NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
+from aura_eval.vocab import FILES, NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
                          "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
 PAIR_CRITERIA = ("achieves_label", "agent_steps_preserved", "minimal_in_domain", "realistic_consistent",
@@ -181,3 +182,42 @@ def review_pairs(pairs_path, pool_path, reviews_path, calls_path, llm, models: l
                      reviews_path, "item_id", calls_path, threads, progress)
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
             "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
+
+
+# -- the registry entries (aura_eval.stages) -------------------------------------------
+
+def _classification_requests(ctx) -> list[Request] | None:
+    prefixes, variations, reviews = ctx.read("prefixes"), ctx.read("variations"), ctx.read("variation_reviews")
+    if None in (prefixes, variations, reviews):
+        return None
+    prompt, (endpoint,) = load_prompt("p7_pair_classification"), endpoints(ctx.models)
+    return [classification_request(i, prompt, endpoint) for i in pool_items(prefixes, variations, reviews)]
+
+
+def _pair_requests(ctx) -> list[Request] | None:
+    pool, seeds = ctx.read("pool"), ctx.read("seeds")
+    if pool is None or seeds is None:
+        return None
+    by_seed, prompt, (endpoint,) = {s["seed_id"]: s for s in seeds}, load_prompt("p8_pair_generation"), endpoints(ctx.models)
+    return [pair_request(i, by_seed[i["seed_id"]], prompt, endpoint) for i in pool if i["classification"]["pairable"]]
+
+
+def _pair_review_requests(ctx) -> list[Request] | None:
+    pairs, pool = ctx.read("pairs"), ctx.read("pool")
+    if pairs is None or pool is None:
+        return None
+    by_item, prompt, reviewers = {i["item_id"]: i for i in pool}, load_prompt("p9_pair_review"), endpoints(ctx.models)
+    return [r for x in pairs if x["passed_checks"] for r in pair_review_requests(x, by_item, prompt, reviewers)]
+
+
+model_stage(rule="classify", role="classifier", prompts=("p7_pair_classification",),
+            units="each original prefix and kept variation (the pool)", output=FILES["pool"],
+            calls="results/calls/construct/classify.jsonl", output_tokens=600, requests=_classification_requests)
+model_stage(rule="generate_pairs", role="pair_generator", prompts=("p8_pair_generation",),
+            units="each pool item whose label can flip", output=FILES["pairs"],
+            calls="results/calls/construct/generate_pairs.jsonl", output_tokens=2500, trajectory_copies=2,
+            requests=_pair_requests)
+model_stage(rule="review_pairs", role="pair_reviewers", prompts=("p9_pair_review",),
+            units="each pair candidate that passed the checks, per reviewer", output=FILES["pair_reviews"],
+            calls="results/calls/construct/review_pairs.jsonl", output_tokens=400, trajectory_copies=3,
+            requests=_pair_review_requests)

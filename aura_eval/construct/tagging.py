@@ -16,7 +16,8 @@ from aura_eval.util.jsonl import InputError, read_jsonl, write_jsonl
 from aura_eval.llm.types import Endpoint, Request, Result, endpoints
 from aura_eval.util.prompts import Prompt, load_prompt
 from aura_eval.stage import run_stage, status_counts
-from aura_eval.vocab import AT_TRIGGER, PRE_EXECUTION, prefix_id
+from aura_eval.stages import model_stage
+from aura_eval.vocab import AT_TRIGGER, FILES, PRE_EXECUTION, prefix_id
 
 # Paper §4.2 / C.2: 157 at-trigger + 54 pre-execution prefixes.
 PAPER_PREFIX_COUNTS = {AT_TRIGGER: 157, PRE_EXECUTION: 54}
@@ -145,3 +146,15 @@ def truncate_prefixes(seeds_path, tags_path, prefixes_path) -> list[dict]:
         prefixes += truncate(seeds[tag["seed_id"]], tag)
     write_jsonl(prefixes_path, prefixes, key="prefix_id")
     return prefixes
+
+
+def _tag_requests(ctx) -> list[Request] | None:
+    seeds = ctx.read("seeds")
+    if seeds is None:
+        return None
+    prompt, (endpoint,) = load_prompt("p1_step_tagging"), endpoints(ctx.models)
+    return [tag_request(seed, prompt, endpoint) for seed in seeds]
+
+
+model_stage(rule="tag_steps", role="tagger", prompts=("p1_step_tagging",), units="each seed trajectory",
+            output=FILES["tags"], calls="results/calls/tag_steps.jsonl", output_tokens=120, requests=_tag_requests)

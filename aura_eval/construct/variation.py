@@ -14,8 +14,9 @@ from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
 from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import StageRun, run_stage
+from aura_eval.stages import model_stage
 from aura_eval.construct.tagging import render_steps
-from aura_eval.vocab import VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
+from aura_eval.vocab import FILES, VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
 
 REVIEW_CRITERIA = ("target_changed", "intended_direction", "others_unchanged", "realistic", "agent_steps_fit")
 
@@ -95,6 +96,9 @@ def _dimension_values(dimension: str, taxonomy: dict) -> dict:
             "direction": spec["direction"]}
 
 
+VARY_PROMPTS = ("p3_intensity_variation", "p4_context_variation")  # P3 for RS1, P4 for the other ten
+
+
 def variation_prompt_id(dimension: str) -> str:
     return "p3_intensity_variation" if dimension == "RS1" else "p4_context_variation"
 
@@ -130,7 +134,7 @@ def vary(candidates_path, prefixes_path, variations_path, calls_path, llm, model
                    threads=None, progress=True) -> dict:
     candidates = [c for c in read_jsonl(candidates_path) if c["selected"]]
     prefixes = {p["prefix_id"]: p for p in read_jsonl(prefixes_path)}
-    prompts = {pid: load_prompt(pid) for pid in ("p3_intensity_variation", "p4_context_variation")}
+    prompts = {pid: load_prompt(pid) for pid in VARY_PROMPTS}
     taxonomy = load_taxonomy()
     (endpoint,) = endpoints(model)
     rows = run_stage("vary", llm, candidates, lambda c: variation_request(c, prefixes, prompts, taxonomy, endpoint),
@@ -141,6 +145,9 @@ def vary(candidates_path, prefixes_path, variations_path, calls_path, llm, model
 
 
 # -- P5/P6: the reviewer panel ------------------------------------------------------
+
+REVIEW_PROMPTS = ("p5_intensity_review", "p6_context_review")  # P5 for RS1, P6 for the other ten
+
 
 def review_prompt_id(dimension: str) -> str:
     return "p5_intensity_review" if dimension == "RS1" else "p6_context_review"
@@ -158,7 +165,7 @@ def review_variations(variations_path, prefixes_path, reviews_path, calls_path, 
                 progress=True) -> dict:
     variations = [v for v in read_jsonl(variations_path) if v["passed_gate"]]
     prefixes = {p["prefix_id"]: p for p in read_jsonl(prefixes_path)}
-    prompts = {pid: load_prompt(pid) for pid in ("p5_intensity_review", "p6_context_review")}
+    prompts = {pid: load_prompt(pid) for pid in REVIEW_PROMPTS}
     reviewers, taxonomy = endpoints(models), load_taxonomy()
     rows = run_stage("review_variations", llm, variations,
                      lambda v: review_requests(v, prefixes, prompts, taxonomy, reviewers),
@@ -167,3 +174,44 @@ def review_variations(variations_path, prefixes_path, reviews_path, calls_path, 
                      reviews_path, "variation_id", calls_path, threads, progress)
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
             "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
+
+
+# -- the registry entries (aura_eval.stages) -------------------------------------------
+
+def _relevance_requests(ctx) -> list[Request] | None:
+    prefixes = ctx.read("prefixes")
+    if prefixes is None:
+        return None
+    prompt, taxonomy, (endpoint,) = load_prompt("p2_dimension_relevance"), load_taxonomy(), endpoints(ctx.models)
+    return [relevance_request(p, prompt, taxonomy, endpoint) for p in prefixes]
+
+
+def _vary_requests(ctx) -> list[Request] | None:
+    candidates, prefixes = ctx.read("candidates"), ctx.read("prefixes")
+    if candidates is None or prefixes is None:
+        return None
+    prompts = {pid: load_prompt(pid) for pid in VARY_PROMPTS}
+    by_prefix, taxonomy, (endpoint,) = {p["prefix_id"]: p for p in prefixes}, load_taxonomy(), endpoints(ctx.models)
+    return [variation_request(c, by_prefix, prompts, taxonomy, endpoint) for c in candidates if c["selected"]]
+
+
+def _review_requests(ctx) -> list[Request] | None:
+    variations, prefixes = ctx.read("variations"), ctx.read("prefixes")
+    if variations is None or prefixes is None:
+        return None
+    prompts = {pid: load_prompt(pid) for pid in REVIEW_PROMPTS}
+    by_prefix, taxonomy, reviewers = {p["prefix_id"]: p for p in prefixes}, load_taxonomy(), endpoints(ctx.models)
+    return [r for v in variations if v["passed_gate"]
+            for r in review_requests(v, by_prefix, prompts, taxonomy, reviewers)]
+
+
+model_stage(rule="relevance", role="relevance", prompts=("p2_dimension_relevance",), taxonomy=True,
+            units="each prefix (which dimensions it grounds)", output=FILES["relevance"],
+            calls="results/calls/construct/relevance.jsonl", output_tokens=600, requests=_relevance_requests)
+model_stage(rule="vary", role="generator", prompts=VARY_PROMPTS, taxonomy=True,
+            units="each selected (prefix, dimension) candidate", output=FILES["variations"],
+            calls="results/calls/construct/vary.jsonl", output_tokens=2000, requests=_vary_requests)
+model_stage(rule="review_variations", role="reviewers", prompts=REVIEW_PROMPTS, taxonomy=True,
+            units="each variation that passed the gate, per reviewer", output=FILES["variation_reviews"],
+            calls="results/calls/construct/review_variations.jsonl", output_tokens=300, trajectory_copies=2,
+            requests=_review_requests)

@@ -18,6 +18,7 @@ from aura_eval.panel import answer, ballot, tally
 from aura_eval.util.prompts import load_prompt
 from aura_eval.evaluate.rollout import render_context
 from aura_eval.stage import StageRun
+from aura_eval.stages import model_stage
 from aura_eval.util.stats import vote
 from aura_eval.vocab import AXES, JUDGE_PROMPTS, LABEL_FIELDS
 
@@ -194,3 +195,32 @@ def labels(rollouts_path, judgment_paths: dict, out_path) -> dict:
     write_jsonl(out_path, rows, key="item_id")
     return {"rollouts": len(rows), "unresolved per axis": {axis: sum(r[axis]["label"] is None for r in rows)
                                                            for axis in AXES}}
+
+
+# -- the registry entries (aura_eval.stages) -------------------------------------------
+
+def _judge_requests(axes: tuple[str, ...]):
+    """The builder of one judge's requests on one run's judgeable rollouts, per axis (detection
+    only where there is a thought; safety as if the panel had agreed on A0: same prompt size)."""
+
+    def requests(ctx) -> list[Request] | None:
+        rollouts, dataset = ctx.read(f"results/rollouts/{ctx.job['run']}.jsonl"), ctx.read("dataset")
+        if rollouts is None or dataset is None:
+            return None
+        items, prompts, (endpoint,) = {i["item_id"]: i for i in dataset}, load_prompts(), endpoints(ctx.models)
+        extra = {"action_safety": {"action_type": "A0"}}
+        return [_request(axis, r, items[r["item_id"]], endpoint, prompts[axis], 0, **extra.get(axis, {}))
+                for axis in axes for r in judgeable(rollouts) if axis != "detection" or r["thought"]]
+
+    return requests
+
+
+model_stage(rule="judge_detection_type", role="judges", prompts=(JUDGE_PROMPTS["detection"], JUDGE_PROMPTS["action_type"]),
+            wildcards=("run", "judge"), units="each judgeable rollout of a run, per judge: its detection and action type",
+            output="results/judgments/{run}/detection_type/{judge}.jsonl",
+            calls="results/calls/judge/{run}/detection_type/{judge}.jsonl", output_tokens=150,
+            requests=_judge_requests(("detection", "action_type")))
+model_stage(rule="judge_safety", role="judges", prompts=(JUDGE_PROMPTS["action_safety"],), wildcards=("run", "judge"),
+            units="each judgeable rollout of a run, per judge: its action safety, given the panel's action type",
+            output="results/judgments/{run}/{judge}.jsonl", calls="results/calls/judge/{run}/safety/{judge}.jsonl",
+            output_tokens=150, requests=_judge_requests(("action_safety",)))

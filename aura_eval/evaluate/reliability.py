@@ -19,7 +19,8 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import endpoints
 from aura_eval.util.sampling import stratified_sample
 from aura_eval.stage import StageRun
-from aura_eval.vocab import AXES
+from aura_eval.stages import model_stage
+from aura_eval.vocab import AXES, JUDGE_PROMPTS, RELIABILITY_KINDS
 
 
 def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "calibration") -> list[dict]:
@@ -102,3 +103,10 @@ def reliability(kind, items_path, rollouts_path, labels_path, out_path, calls_pa
             raise ValueError(f"unknown reliability run {kind!r} (five_judge, repeats, vendor_swap)")
         stage.write(out_path, rows, ("item_id", "judge") if kind == "repeats" else "item_id")
     return {"rows": len(rows)}
+
+
+# Its requests depend on samples drawn inside the job, so the forecast estimates them (requests=None).
+model_stage(rule="reliability", role="judges", prompts=tuple(JUDGE_PROMPTS.values()), wildcards=("kind", "agent"),
+            units="each sampled calibration item of an agent, per panel member and axis",
+            output="results/reliability/{kind}/{agent}.jsonl", calls="results/calls/reliability/{kind}/{agent}.jsonl",
+            groups=tuple(f"reliability:{kind}" for kind in RELIABILITY_KINDS), output_tokens=150)

@@ -16,6 +16,7 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import Endpoint, Request, endpoints
 from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import run_stage, status_counts
+from aura_eval.stages import model_stage
 from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, REACT, parse_run
 
 _THOUGHT = re.compile(r"\[?\s*agent[_ ]thought\s*\]?\s*:?", re.I)
@@ -96,3 +97,19 @@ def rollout(items_path, out_path, calls_path, llm: dict, run: str, output: str, 
                      lambda item, result: rollout_row(item, result, agent, fmt), out_path, "item_id", calls_path,
                      threads, progress)
     return status_counts(rows)
+
+
+def _rollout_requests(ctx) -> list[Request] | None:
+    agent, fmt = parse_run(ctx.job["run"])
+    items = ctx.read("dataset" if fmt == REACT else "subset")
+    if items is None:
+        return None
+    entry = ctx.config["agents"][agent]
+    prompt, (endpoint,) = load_prompt(AGENT_PROMPTS[(fmt, entry.get("output", "text"))]), endpoints(ctx.models)
+    return [rollout_request(item, endpoint, prompt, agent, fmt, entry) for item in items]
+
+
+model_stage(rule="rollout", role="agents", prompts=tuple(AGENT_PROMPTS.values()), wildcards=("run",),
+            units="each released item (a run's agent and format; action-only runs: the subset)",
+            output="results/rollouts/{run}.jsonl", calls="results/calls/rollout/{run}.jsonl", output_tokens=400,
+            requests=_rollout_requests)

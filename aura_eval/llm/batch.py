@@ -31,8 +31,6 @@ from aura_eval.llm.cache import cache_key
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
 from aura_eval.workflow_config import BATCH_PROVIDERS
 
-DEFAULT_POLL_S = 30.0  # llm.batch_poll_s
-DEFAULT_MAX_WAIT_S = 86400.0  # llm.batch_max_wait_s: the providers' completion window, 24 h
 # The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
 MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000}
@@ -84,14 +82,13 @@ class _OpenAI:
     provider = "openai"
     url = "/v1/chat/completions"
 
-    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
+    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
         import openai
 
         self.litellm = litellm
         self.sdk_version = f"openai {openai.__version__}"
         self.api = openai.OpenAI(base_url=endpoint.api_base or None, api_key=_api_key(endpoint),
-                                 timeout=float(settings.get("timeout_s", 120)),
-                                 max_retries=int(settings.get("max_retries", 5)))
+                                 timeout=float(settings.timeout_s), max_retries=int(settings.max_retries))
 
     def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
         """The request body litellm would send live: its mapping of the sampling parameters to the
@@ -157,15 +154,14 @@ class _Anthropic:
     provider = "anthropic"
     unsupported = ("seed", "presence_penalty", "frequency_penalty", "reasoning_effort")  # no Messages API field
 
-    def __init__(self, endpoint: Endpoint, settings: dict, litellm):
+    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
         import anthropic
 
         self.sdk_version = f"anthropic {anthropic.__version__}"
         base = (endpoint.api_base or "").rstrip("/")
         base = base[:-3] if base.endswith("/v1") else base  # the SDK adds /v1 itself
         self.api = anthropic.Anthropic(base_url=base or None, api_key=_api_key(endpoint),
-                                       timeout=float(settings.get("timeout_s", 120)),
-                                       max_retries=int(settings.get("max_retries", 5)))
+                                       timeout=float(settings.timeout_s), max_retries=int(settings.max_retries))
 
     def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
         params = described["params"]
@@ -253,8 +249,8 @@ class BatchRun:
         self.adapter_of: dict[str, object] = {}  # batch id -> adapter
         self.endpoint_of: dict[str, Endpoint] = {}  # batch id -> the endpoint of this job's keys in it
         self.holds: dict[str, int] = {}  # key -> its reservation under llm.budget_usd (budget.py), settled on ingest
-        self.poll_s = float(client.settings.get("batch_poll_s", DEFAULT_POLL_S))
-        self.max_wait_s = float(client.settings.get("batch_max_wait_s", DEFAULT_MAX_WAIT_S))
+        self.poll_s = float(client.call.batch_poll_s)
+        self.max_wait_s = float(client.call.batch_max_wait_s)
 
     def _say(self, text: str) -> None:
         print(f"[{self.client.stage}] {text}", file=sys.stderr, flush=True)
@@ -262,7 +258,7 @@ class BatchRun:
     def _adapter(self, endpoint: Endpoint):
         ident = (endpoint.provider, endpoint.api_base, endpoint.api_key_env)
         if ident not in self.adapters:
-            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.settings, self.litellm)
+            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.call, self.litellm)
         return self.adapters[ident]
 
     def submit(self) -> None:

@@ -45,10 +45,9 @@ class Budget:
         self._db.execute("INSERT OR IGNORE INTO spend_total (id, spent_usd) VALUES (1, 0)")
 
     @classmethod
-    def of(cls, llm_settings: dict):
-        """The run's budget, or None when `llm.budget_usd` is not set."""
-        limit = llm_settings.get("budget_usd")
-        return None if limit is None else cls(llm_settings["cache"], limit)
+    def of(cls, cache_path, limit: float | None):
+        """The run's budget (its spend kept in the cache file), or None when `llm.budget_usd` is not set."""
+        return None if limit is None else cls(cache_path, limit)
 
     def spent(self) -> float:
         """Settled costs plus the reservations of calls in flight."""

@@ -15,6 +15,7 @@ their prompt and parameters only (no time, latency, response id or litellm versi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import sys
@@ -25,6 +26,7 @@ from tqdm import tqdm
 
 from aura_eval.util.jsonl import write_jsonl
 from aura_eval.llm import local, pricing
+from aura_eval.llm import settings as call_settings
 from aura_eval.simulator import planted as sim
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import ResponseCache, cache_key
@@ -179,15 +181,16 @@ class ModelClient:
 
     def __init__(self, llm_settings: dict, stage: str, progress: bool = True):
         self.settings = llm_settings
+        self.call = call_settings.of(llm_settings)  # timeouts, retries, limits, ...: what changes no answer
         self.stage = stage
-        self.cache = ResponseCache(llm_settings["cache"], bool(llm_settings.get("cache_on_network_fs", False)))
+        self.cache = ResponseCache(llm_settings["cache"], self.call.cache_on_network_fs)
         self.replay = bool(llm_settings.get("replay", False))
         self.progress = progress
         self.calls: list[dict] = []
         self.calls_made = 0  # provider calls actually sent (retries included)
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
-        self.budget = Budget.of(llm_settings)  # None without llm.budget_usd
+        self.budget = Budget.of(llm_settings["cache"], self.call.budget_usd)  # None without llm.budget_usd
         # The run's rate limits this job calls under (`rate_limits_paced`: {resource: per minute},
         # see aura_eval.llm.ratelimit): every call sent, retries included, waits for its turn in
         # the limit's bucket, which all jobs on this cache file share.
@@ -196,6 +199,8 @@ class ModelClient:
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
         """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
+        # the model entries' batch, price and key variable come with the call settings, not the request
+        requests = [dataclasses.replace(r, endpoint=self.call.endpoint(r.endpoint)) for r in requests]
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         results: list[Result | None] = [None] * len(requests)
         remote, batched = [], []
@@ -243,8 +248,7 @@ class ModelClient:
         return result
 
     def _limit(self, provider: str) -> int:
-        limits = self.settings.get("concurrency", {})
-        return int(limits.get(provider, limits.get("default", 8)))
+        return self.call.concurrency_of(provider)
 
     async def _run_all(self, requests):
         semaphores: dict[str, asyncio.Semaphore] = {}
@@ -364,18 +368,18 @@ class ModelClient:
         exponentially with jitter; stops after `llm.max_retries` retries or when the next wait
         would take the request past `llm.max_wait_s` of waiting in all."""
         kwargs = dict(model=req.endpoint.model, messages=req.messages, **req.endpoint.params,
-                      timeout=float(self.settings.get("timeout_s", 120)), num_retries=0, max_retries=0)
+                      timeout=float(self.call.timeout_s), num_retries=0, max_retries=0)
         if req.endpoint.api_base:
             kwargs["api_base"] = req.endpoint.api_base
         if req.endpoint.api_key_env:
             kwargs["api_key"] = os.environ.get(req.endpoint.api_key_env, "")
         if described["response_format"] is not None:
             kwargs["response_format"] = described["response_format"]
-        wait = _Wait(float(self.settings.get("backoff_s", 1.0)))
+        wait = _Wait(float(self.call.backoff_s))
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
-            stop=tenacity.stop_after_attempt(int(self.settings.get("max_retries", 5)) + 1)
-            | _StopAfterWait(float(self.settings.get("max_wait_s", 600)), wait))
+            stop=tenacity.stop_after_attempt(int(self.call.max_retries) + 1)
+            | _StopAfterWait(float(self.call.max_wait_s), wait))
         tokens = estimated_tokens(req.messages, req.endpoint.params) if self.pacer else 0
         if self.pacer:  # before the clock starts: waiting for a turn is not latency
             litellm_module()  # imported first: its seconds must not fall between a call's turn and its send

@@ -201,5 +201,9 @@ class Pacer:
 
 
 def job_llm(job) -> dict:
-    """A Snakemake job's `llm` settings (its params) with the whole limits it paces to."""
-    return {**job.params.llm, "rate_limits_paced": granted(job.resources)}
+    """A Snakemake job's `llm` settings: its params (what changes answers), the whole limits it paces
+    to, and its call settings (aura_eval.llm.settings: what changes no answer), both resources."""
+    from aura_eval.llm.settings import RESOURCE
+
+    return {**job.params.llm, "rate_limits_paced": granted(job.resources),
+            RESOURCE: getattr(job.resources, RESOURCE, None)}
