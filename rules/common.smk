@@ -6,22 +6,31 @@ from types import SimpleNamespace
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval import vocab
+from aura_eval import vocab, workflow_config
 from aura_eval.llm import ratelimit
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheLocationError, check_cache_location
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
-                                       used_models)
+                                       fill_defaults, used_models)
 
 
-# References first (their message names the role and model), then the schema.
+# The schema first: it fills its defaults (set_default; a config says only what differs). Then the
+# defaults that depend on other keys, each said on stderr, then the references. Where the schema
+# refuses a config that also names something undefined, the reference's message (the role and the
+# model, or the misspelled role) stands in for the schema's.
 try:
+    try:
+        validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+    except WorkflowError:
+        check_config(config)
+        raise
+    for line in fill_defaults(config):
+        print(line, file=sys.stderr)
     check_config(config)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
-validate(config, schema="../schemas/config.schema.yaml")
 
 
 wildcard_constraints:
@@ -39,10 +48,10 @@ wildcard_constraints:
 # scheduler runs at once (on one machine or a cluster's many) never hold more than the whole; a
 # value given with `--resources` wins. Network model jobs reserve no core, so their number has its
 # own cap (`llm.max_network_jobs`).
-RATE_LIMITS = config["llm"]["rate_limits"]
+RATE_LIMITS = config["llm"].get("rate_limits", {})  # TODO settings object
 try:
     _run_resources = {**ratelimit.global_resources(RATE_LIMITS),
-                      ratelimit.NETWORK_JOBS: config["llm"]["max_network_jobs"]}
+                      ratelimit.NETWORK_JOBS: config["llm"].get("max_network_jobs", 16)}  # TODO settings object
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 for _name, _total in _run_resources.items():
@@ -78,7 +87,8 @@ def model_resources(models, rule_jobs=None):
     def requested(wildcards):
         strings = job_model_strings(models, wildcards)
         peers = [job_model_strings(entries, wildcards) for entries in rule_jobs()] if rule_jobs else None
-        shares = ratelimit.job_resources(strings, RATE_LIMITS, config["llm"]["jobs_per_rate_limit"], peers)
+        per_limit = config["llm"].get("jobs_per_rate_limit", 8)  # TODO settings object
+        shares = ratelimit.job_resources(strings, RATE_LIMITS, per_limit, peers)
         return shares | {ratelimit.NETWORK_JOBS: int(ratelimit.is_network_job(strings)),
                          ratelimit.PACING: ratelimit.pacing_resource(shares, RATE_LIMITS)}
 
@@ -100,8 +110,15 @@ def as_list(names):
 PACING_SETTINGS = ("rate_limits", "jobs_per_rate_limit", "max_network_jobs")
 
 
+def job_llm(leave_out=()):
+    """config["llm"] as jobs receive it, less `leave_out`. An empty `simulation` (the schema's default)
+    is left out, as it was before it had a default: the same value, so no job reruns."""
+    return canonical({key: value for key, value in config["llm"].items()
+                      if key not in leave_out and not (key == "simulation" and value == {})})
+
+
 def llm_settings():
-    return canonical({key: value for key, value in config["llm"].items() if key not in PACING_SETTINGS})
+    return job_llm(PACING_SETTINGS)
 
 
 def model_entries(names):
@@ -203,7 +220,7 @@ def judge_prompt_files(*axes):
 
 
 def config_values(keys):
-    return {key: canonical(config[key]) for key in keys}
+    return {key: job_llm() if key == "llm" else canonical(config[key]) for key in keys}
 
 
 # -- the jobs of this run -----------------------------------------------------------------
@@ -231,10 +248,7 @@ def judgment_files(wildcards):
 
 def vendor_swap_agents():
     """Agents sharing a vendor with a panel judge (paper F.4), when the analysis is on."""
-    if not config["reliability"]["vendor_swap"]:
-        return []
-    vendors = {config["models"][j].get("vendor") for j in judges()}
-    return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
+    return workflow_config.vendor_swap_agents(config)
 
 
 def calibration_agents():
