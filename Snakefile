@@ -4,9 +4,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The default config only when no --configfile is given: a user's config file is complete on
-# its own and never inherits the embedded model's agents, models or roles. `--config key=value`
-# overrides apply on top of whichever config is in use (Snakemake re-applies them after this).
+# The default config only when no --configfile is given: a user's config file never inherits the
+# embedded model's agents, models or roles (the schema's defaults fill what it leaves out); to add
+# to the default, name both: `--configfile config/config.yaml my-model.yaml` (merged key by key).
+# `--config key=value` overrides apply on top of whichever config is in use (Snakemake re-applies
+# them after this).
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"

@@ -43,12 +43,16 @@ def main(argv=None) -> int:
         import yaml
 
         from aura_eval.analyze import forecast as fc
+        from aura_eval.workflow_config import ConfigError, complete_config
 
         try:
-            config = yaml.safe_load(open(args.configfile, encoding="utf-8"))
-        except OSError as err:
+            # The file's values as the workflow sees them: the defaults of what it leaves out filled in.
+            config, filled = complete_config(yaml.safe_load(open(args.configfile, encoding="utf-8")))
+        except (OSError, ConfigError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
+        for line in filled:
+            print(line, file=sys.stderr)
         result = fc.forecast(config, root=args.root, results=not args.no_results)
         sys.stdout.write(fc.text(result))
         print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))

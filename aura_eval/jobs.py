@@ -5,6 +5,7 @@ same functions, so the forecast counts exactly the jobs Snakemake will run.
 
 from __future__ import annotations
 
+from aura_eval import workflow_config
 from aura_eval.vocab import ACTION_ONLY, REACT, RELIABILITY_KINDS, parse_run, run_name
 
 
@@ -33,10 +34,7 @@ def calibration_agents(config: dict) -> list[str]:
 
 def vendor_swap_agents(config: dict) -> list[str]:
     """Agents sharing a vendor with a panel judge (paper F.4), when the analysis is on."""
-    if not config["reliability"]["vendor_swap"]:
-        return []
-    vendors = {config["models"][j].get("vendor") for j in judges(config)}
-    return [a for a, spec in config["agents"].items() if spec["vendor"] in vendors]
+    return workflow_config.vendor_swap_agents(config)
 
 
 def reliability_agents(config: dict, kind: str) -> list[str]:

@@ -1,13 +1,22 @@
-"""The configuration as the rules hand it to the package: canonical values, checked references.
+"""The configuration as the rules hand it to the package: defaults, canonical values, checked references.
 
-The schema (schemas/config.schema.yaml) checks types and required keys; `check_config`
-checks what a schema cannot: that every role and agent names a defined model, that only
+The schema (schemas/config.schema.yaml) checks types and required keys and holds every default
+that is a constant; `fill_defaults` fills those that depend on other keys (DEPENDENT_DEFAULTS);
+`check_config` checks what a schema cannot: that every role and agent names a defined model, that only
 OpenAI and Anthropic models ask for `batch: true`, every action-only and calibration agent a
 defined agent, and that no sample needs more annotators than there are; `check_keys` that
 the key variable of every model in use is set. All run before the first job.
 """
 
 from __future__ import annotations
+
+import copy
+import itertools
+from pathlib import Path
+
+import yaml
+
+SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 
 ROLES = ("tagger", "judges", "validation_judges", "replacement_judge", "relevance", "generator", "reviewers",
          "classifier", "pair_generator", "pair_reviewers")
@@ -24,6 +33,138 @@ BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batc
 
 class ConfigError(ValueError):
     """A config value that names something undefined; the message names the key and the value."""
+
+
+CALIBRATION_AGENTS = 4  # paper F.1.1: the calibration and audit samples come from four evaluated models
+ACTION_ONLY_AGENTS = 4  # paper J.4: four models spanning the frontier, open-weight and safety-tuned groups
+
+# The defaults that depend on other keys, filled by `fill_defaults` where a config leaves the key
+# unset; each text is the key's default in config/README.md's table.
+DEPENDENT_DEFAULTS = {
+    "roles.validation_judges": "`roles.judges`, while `reliability.five_judge_panel` is on (the paper's five add "
+                               "GPT-4o and Claude Sonnet 4.6 to its three, F.2: name them to have five)",
+    "roles.replacement_judge": "while `reliability.vendor_swap` re-judges an agent: the first model, among "
+                               "`roles.validation_judges`, `roles.reviewers`, `roles.pair_reviewers` and then "
+                               "the rest of `models`, that is not a panel judge and whose `vendor` no panel judge "
+                               "has (the paper's DeepSeek-V4-Pro, F.4); none: a config error",
+    "roles.relevance": "`roles.generator`",
+    "roles.classifier": "`roles.generator`",
+    "roles.pair_generator": "`roles.generator`",
+    "roles.pair_reviewers": "`roles.reviewers` (the paper's one panel reviews variations and pairs, H.3)",
+    "action_only.agents": f"{ACTION_ONLY_AGENTS} agents spanning the groups (paper J.4): one of each `group` in "
+                          f"turn, each group's agents in config order",
+    "reliability.calibration_agents": f"the first {CALIBRATION_AGENTS} agents under `agents` (paper F.1.1: four "
+                                      f"evaluated models); all of them when fewer",
+}
+_SAME_AS = (("relevance", "generator"), ("classifier", "generator"), ("pair_generator", "generator"),
+            ("pair_reviewers", "reviewers"))
+
+
+def _as_list(names) -> list:
+    return list(names) if isinstance(names, list) else [names]
+
+
+def _shown(value) -> str:
+    return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, list) else str(value)
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+
+
+def with_schema_defaults(config: dict, schema: dict | None = None) -> dict:
+    """A copy of `config` with the schema's defaults where a key is unset, as Snakemake's
+    `validate(..., set_default=True)` fills them (a default applies where its parent object
+    exists; each section's `default: {}` makes it exist): for tools that read a config file
+    outside Snakemake. Checks nothing (a value of the wrong type is left as it is)."""
+
+    def fill(instance, node):
+        if not isinstance(instance, dict):
+            return
+        properties = node.get("properties", {})
+        for key, sub in properties.items():
+            if "default" in sub:
+                instance.setdefault(key, copy.deepcopy(sub["default"]))
+            if key in instance:
+                fill(instance[key], sub)
+        if isinstance(node.get("additionalProperties"), dict):
+            for key in instance.keys() - properties.keys():
+                fill(instance[key], node["additionalProperties"])
+
+    config = copy.deepcopy(config)
+    fill(config, schema or load_schema())
+    return config
+
+
+def vendor_swap_agents(config: dict) -> list[str]:
+    """The agents sharing a vendor with a panel judge (paper F.4), when `reliability.vendor_swap` is on."""
+    if not (config.get("reliability") or {}).get("vendor_swap"):
+        return []
+    models = config.get("models") or {}
+    vendors = {models[j].get("vendor") for j in _as_list((config.get("roles") or {}).get("judges", [])) if j in models}
+    return [agent for agent, spec in (config.get("agents") or {}).items() if spec.get("vendor") in vendors - {None}]
+
+
+def _replacement_judge(config: dict) -> str | None:
+    """DEPENDENT_DEFAULTS["roles.replacement_judge"], or None where no model qualifies."""
+    models, roles = config.get("models") or {}, config.get("roles") or {}
+    panel = _as_list(roles.get("judges", []))
+    panel_vendors = {models[j].get("vendor") for j in panel if j in models}
+    candidates = [*roles.get("validation_judges", []), *roles.get("reviewers", []), *roles.get("pair_reviewers", []),
+                  *models]
+    return next((name for name in candidates if name in models and name not in panel
+                 and models[name].get("vendor") and models[name]["vendor"] not in panel_vendors), None)
+
+
+def _spanning_groups(agents: dict, n: int) -> list[str]:
+    """Up to n agents, one of each group in turn (groups in the order they first appear)."""
+    by_group: dict = {}
+    for name, spec in agents.items():
+        by_group.setdefault(spec.get("group"), []).append(name)
+    return [name for turn in itertools.zip_longest(*by_group.values()) for name in turn if name is not None][:n]
+
+
+def fill_defaults(config: dict) -> list[str]:
+    """Fill, in place, each DEPENDENT_DEFAULTS key the config leaves unset; call it after the
+    schema's defaults (which make the sections exist). Returns one line per filled value
+    (`config: <key> not set; using <value>`). Raises ConfigError, naming the agents and the panel's
+    vendors, when the vendor swap needs a replacement judge that no model can be."""
+    lines = []
+
+    def fill(section, key, value):
+        config.setdefault(section, {})[key] = value
+        lines.append(f"config: {section}.{key} not set; using {_shown(value)}")
+
+    roles, agents = config.get("roles") or {}, config.get("agents") or {}
+    reliability = config.get("reliability") or {}
+    for role, source in _SAME_AS:
+        if role not in roles and source in roles:
+            fill("roles", role, copy.deepcopy(roles[source]))
+    if "validation_judges" not in roles and reliability.get("five_judge_panel") and "judges" in roles:
+        fill("roles", "validation_judges", _as_list(roles["judges"]))
+    swapped = vendor_swap_agents(config)
+    if "replacement_judge" not in roles and swapped:
+        name = _replacement_judge(config)
+        if name is None:
+            models = config.get("models") or {}
+            vendors = sorted({str(models[j].get("vendor")) for j in _as_list(roles["judges"]) if j in models})
+            raise ConfigError(f"config: reliability.vendor_swap re-judges agent(s) {', '.join(swapped)}, but "
+                              f"roles.replacement_judge is not set and no model under 'models' has a vendor "
+                              f"outside the panel's ({', '.join(vendors)}); set roles.replacement_judge, or "
+                              f"reliability.vendor_swap: false")
+        fill("roles", "replacement_judge", name)
+    if "agents" not in (config.get("action_only") or {}):
+        fill("action_only", "agents", _spanning_groups(agents, ACTION_ONLY_AGENTS))
+    if "calibration_agents" not in reliability:
+        fill("reliability", "calibration_agents", list(agents)[:CALIBRATION_AGENTS])
+    return lines
+
+
+def complete_config(config: dict) -> tuple[dict, list[str]]:
+    """A config file's values as the workflow sees them (for tools that read the file): a copy with
+    the schema's defaults and then the dependent ones, and fill_defaults' lines."""
+    config = with_schema_defaults(config)
+    return config, fill_defaults(config)
 
 
 def canonical(value):

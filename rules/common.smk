@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval import jobs, stages, vocab
+from aura_eval import jobs, stages, vocab, workflow_config
 from aura_eval.llm import ratelimit
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
@@ -15,15 +15,24 @@ from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES,
 from aura_eval.llm.cache import CacheLocationError, check_cache_location
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
-                                       used_models)
+                                       fill_defaults, used_models)
 
 
-# References first (their message names the role and model), then the schema.
+# The schema first: it fills its defaults (set_default; a config says only what differs). Then the
+# defaults that depend on other keys, each said on stderr, then the references. Where the schema
+# refuses a config that also names something undefined, the reference's message (the role and the
+# model, or the misspelled role) stands in for the schema's.
 try:
+    try:
+        validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+    except WorkflowError:
+        check_config(config)
+        raise
+    for line in fill_defaults(config):
+        print(line, file=sys.stderr)
     check_config(config)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
-validate(config, schema="../schemas/config.schema.yaml")
 
 
 wildcard_constraints:
@@ -98,8 +107,10 @@ def model_resources(models, rule_jobs=None):
 
 
 def llm_settings():
-    """The `llm` keys that change answers (the cache, replay, the simulator's parameters)."""
-    return canonical({key: value for key, value in config["llm"].items() if key not in CallSettings.keys()})
+    """The `llm` keys that change answers (the cache, replay, the simulator's parameters). An empty
+    `simulation` (the schema's default) is left out, as before it had one: the same value, no rerun."""
+    return canonical({key: value for key, value in config["llm"].items()
+                      if key not in CallSettings.keys() and not (key == "simulation" and value == {})})
 
 
 def model_entries(names):

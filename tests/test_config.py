@@ -1,15 +1,59 @@
-"""Configuration: Snakemake's overrides, the schema's switch-dependent keys, references to
-undefined models or roles, and canonical params."""
+"""Configuration: Snakemake's overrides and merged files, the defaults (the schema's and those
+that depend on other keys), references to undefined models or roles, canonical params, and
+config/README.md's table of keys."""
 
 import copy
 
 import pytest
 import yaml
+from snakemake.utils import validate
 
-from aura_eval.workflow_config import ConfigError, canonical, check_config, missing_keys
-from tests.workflow import ROOT, planned_jobs, scratch_copy, snakemake
+from aura_eval.tools import config_doc
+from aura_eval.workflow_config import (DEPENDENT_DEFAULTS, SCHEMA, ConfigError, canonical, check_config, fill_defaults,
+                                       load_schema, missing_keys, with_schema_defaults)
+from tests.workflow import AGENT_MOCK, ROOT, mock_model, planned_jobs, scratch_copy, snakemake
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+JUDGE_MOCK = '{"level": "D2", "action_type": "A2", "safety": "Safe", "reason": "mock"}'
+
+
+def _vendor(vendor, entry):
+    return {**entry, "vendor": vendor}
+
+
+# A config that names only its models, roles and agents: everything else is a default. Five agents
+# in three groups (so the first four calibrate and the action-only four span the groups); agent f1
+# shares judge-a's vendor (so the vendor swap runs for it, with a replacement judge to find).
+MINIMAL = {
+    "models": {
+        "tagger": mock_model('{"risk_trigger": 0, "execution_point": 1, "reason": "mock"}'),
+        "judge-a": _vendor("vendor-a", mock_model(JUDGE_MOCK, seed=1)),
+        "judge-b": _vendor("vendor-b", mock_model(JUDGE_MOCK, seed=2)),
+        "judge-c": _vendor("vendor-c", mock_model(JUDGE_MOCK, seed=3)),
+        "constructor": mock_model("{}"),
+        "reviewer": _vendor("vendor-r", mock_model('{"keep": true}')),
+        "agent": mock_model(AGENT_MOCK),
+    },
+    "roles": {"tagger": "tagger", "judges": ["judge-a", "judge-b", "judge-c"], "generator": "constructor",
+              "reviewers": ["reviewer"]},
+    "agents": {
+        "f1": {"model": "agent", "group": "frontier", "vendor": "vendor-a"},
+        "f2": {"model": "agent", "group": "frontier", "vendor": "vendor-x"},
+        "o1": {"model": "agent", "group": "open-weight", "vendor": "vendor-y"},
+        "o2": {"model": "agent", "group": "open-weight", "vendor": "vendor-y"},
+        "s1": {"model": "agent", "group": "safety-tuned", "vendor": "vendor-z"},
+    },
+}
+MINIMAL_FILLED = [
+    "config: roles.relevance not set; using constructor",
+    "config: roles.classifier not set; using constructor",
+    "config: roles.pair_generator not set; using constructor",
+    "config: roles.pair_reviewers not set; using [reviewer]",
+    "config: roles.validation_judges not set; using [judge-a, judge-b, judge-c]",
+    "config: roles.replacement_judge not set; using reviewer",
+    "config: action_only.agents not set; using [f1, o1, s1, f2]",
+    "config: reliability.calibration_agents not set; using [f1, f2, o1, o2]",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,23 +80,141 @@ def test_config_override_applies_to_the_default_config(work):
     assert planned_jobs(work, "--config", "seeds=3", "llm={cache: cache/other.sqlite}")["tag_steps"] == 1
 
 
-def test_a_config_file_is_complete_on_its_own(work):
+def test_a_config_file_never_inherits_the_default_s_agents(work):
     partial = {k: v for k, v in DEFAULT.items() if k != "agents"}
     out = _fails(work, "--configfile", str(_config_file(work, "partial.yaml", partial)))
     # The default's agents are not inherited: its action-only agent now names nobody.
     assert "action_only.agents names 'smollm2-135m', which is not under 'agents'" in out
 
 
-@pytest.mark.parametrize("switch, key", [("five_judge_panel", "validation_judges"),
-                                         ("vendor_swap", "replacement_judge")])
-def test_switch_dependent_roles_are_required(work, switch, key):
+def _plan(work, *args) -> tuple[dict[str, int], list[str]]:
+    """{rule: job count} of a dry run, and the `config:` lines it printed (the defaults it filled)."""
+    proc = snakemake(work, *args, "-n", "--quiet", "rules")
+    jobs = {parts[0]: int(parts[1]) for parts in map(str.split, proc.stdout.splitlines())
+            if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total"}
+    return jobs, [line for line in proc.stderr.splitlines() if line.startswith("config: ")]
+
+
+def test_switch_dependent_roles_default_to_the_config_s_models(work):
+    default_jobs, filled = _plan(work)
+    assert filled == []  # config/config.yaml sets every key that has a dependent default
     config = copy.deepcopy(DEFAULT)
-    del config["roles"][key]
-    out = _fails(work, "--configfile", str(_config_file(work, f"no-{key}.yaml", config)))
-    assert f"'{key}' is a required property" in out
-    config["reliability"][switch] = False
-    if switch == "five_judge_panel":  # the audit sample then comes from the panel's own labels
-        planned_jobs(work, "--configfile", str(_config_file(work, f"off-{key}.yaml", config)))
+    del config["roles"]["validation_judges"], config["roles"]["replacement_judge"]
+    jobs, filled = _plan(work, "--configfile", str(_config_file(work, "no-switch-roles.yaml", config)))
+    assert filled == [
+        "config: roles.validation_judges not set; using [smollm2-judge-1, smollm2-judge-2, smollm2-judge-3]",
+        "config: roles.replacement_judge not set; using smollm2-judge-4"]  # the one model of another vendor
+    assert jobs == default_jobs
+    # With no model of a vendor outside the panel's, the vendor swap has no replacement: it says so.
+    config["models"]["smollm2-judge-4"]["vendor"] = "huggingface"
+    out = _fails(work, "--configfile", str(_config_file(work, "no-replacement.yaml", config)))
+    assert ("reliability.vendor_swap re-judges agent(s) smollm2-135m, but roles.replacement_judge is not set and no "
+            "model under 'models' has a vendor outside the panel's (huggingface)") in out
+    config["reliability"]["vendor_swap"] = False
+    config["reliability"]["five_judge_panel"] = False  # the audit sample then comes from the panel's own labels
+    jobs, filled = _plan(work, "--configfile", str(_config_file(work, "switches-off.yaml", config)))
+    assert filled == [] and jobs["reliability"] == 1  # the repeats only
+
+
+def test_a_config_naming_only_models_roles_and_agents_runs(work, tmp_path):
+    path = _config_file(work, "minimal.yaml", MINIMAL)
+    jobs, filled = _plan(work, "--configfile", str(path))
+    assert filled == MINIMAL_FILLED
+    default_jobs, _ = _plan(work)
+    assert set(jobs) == set(default_jobs)  # every rule of the full graph
+    assert jobs["rollout"] == 5 + 4  # every agent ReAct, the four action-only agents again
+    assert jobs["judge_safety"] == 9 * 3  # every run, by each of the three judges
+    assert jobs["reliability"] == 4 + 4 + 1  # five-judge and repeats on the four calibration agents; f1's vendor swap
+    # The defaults are the paper's: all 157 seeds (a real job, in a copy of its own).
+    own = scratch_copy(tmp_path)
+    snakemake(own, "results/seeds/seeds.jsonl", "--configfile", str(path))
+    assert len((own / "results/seeds/seeds.jsonl").read_text().splitlines()) == 157
+
+
+def test_schema_defaults_fill_every_level():
+    config = copy.deepcopy(MINIMAL)
+    config["validation"] = {"annotators": ["ann-1", "ann-2"], "sample_sizes": {"detection": 5}}
+    validate(config, str(SCHEMA), set_default=True)  # what rules/common.smk runs
+    assert config["seeds"] == "all" and config["rjudge_dir"] == "data/raw/rjudge"
+    assert config["llm"]["cache"] == "cache/responses.sqlite" and config["llm"]["replay"] is False
+    assert config["construction"] == {"max_candidates_per_prefix": None, "min_instruction_words": 3, "exclusions": {}}
+    assert config["reliability"] == {"calibration_items": 61, "five_judge_panel": True, "repeats": 3,
+                                     "vendor_swap": True, "vendor_swap_items": 250}
+    assert config["validation"] == {"annotators": ["ann-1", "ann-2"], "annotators_per_sample": 3,
+                                    "sample_sizes": {"detection": 5, "action_type": 84, "action_safety": 84},
+                                    "simulated_annotators": False}
+    assert config["action_only"] == {"n_items": 150}
+    assert config["report"] == {"case_study": {"dimension": "RS5", "prefix": None}}
+    assert config["models"]["tagger"]["structured_output"] is True and config["agents"]["f1"]["output"] == "text"
+    # The tools' own filling (the forecast, pack) agrees with Snakemake's.
+    raw = copy.deepcopy(MINIMAL)
+    raw["validation"] = {"annotators": ["ann-1", "ann-2"], "sample_sizes": {"detection": 5}}
+    assert with_schema_defaults(raw) == config and "seeds" not in raw
+    # The settings object's llm keys get no new default here (aura_eval/llm/settings.py holds them).
+    assert not {"timeout_s", "max_retries", "backoff_s", "concurrency", "batch_poll_s", "batch_max_wait_s",
+                "budget_usd", "cache_on_network_fs"} & set(config["llm"])
+
+
+def test_fill_defaults_follows_the_config():
+    config = with_schema_defaults(MINIMAL)
+    assert fill_defaults(config) == MINIMAL_FILLED
+    assert {line.split()[1] for line in MINIMAL_FILLED} == set(DEPENDENT_DEFAULTS)  # each documented default
+    assert fill_defaults(config) == []  # filled once, then set
+    config = with_schema_defaults(MINIMAL)
+    config["agents"] = {"f1": MINIMAL["agents"]["f1"]}
+    config["reliability"]["five_judge_panel"] = False
+    config["roles"]["pair_reviewers"] = ["judge-a"]
+    assert fill_defaults(config) == [
+        "config: roles.relevance not set; using constructor", "config: roles.classifier not set; using constructor",
+        "config: roles.pair_generator not set; using constructor",
+        "config: roles.replacement_judge not set; using reviewer",
+        "config: action_only.agents not set; using [f1]", "config: reliability.calibration_agents not set; using [f1]"]
+    assert "validation_judges" not in config["roles"]  # the five-judge panel is off
+    config = with_schema_defaults(MINIMAL)
+    for name in ("tagger", "constructor", "reviewer", "agent"):  # every model of a panel judge's vendor
+        config["models"][name]["vendor"] = "vendor-b"
+    with pytest.raises(ConfigError, match=r"re-judges agent\(s\) f1, but roles.replacement_judge is not set"):
+        fill_defaults(config)
+    config["roles"]["replacement_judge"] = "reviewer"  # named: taken as it is
+    fill_defaults(config)
+    assert config["roles"]["replacement_judge"] == "reviewer"
+
+
+def test_a_second_config_file_adds_a_model(work):
+    overlay = work / "config" / "my-model.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "models": {"my-model": {"model": "openai/gpt-5.4-mini", "vendor": "openai", "params": {"max_tokens": 2048}}},
+        "agents": {"my-model": {"model": "my-model", "group": "frontier", "vendor": "openai"}}}))
+    default_jobs, _ = _plan(work)
+    jobs, filled = _plan(work, "--configfile", "config/config.yaml", str(overlay))
+    assert filled == []  # config/config.yaml names the calibration and action-only agents itself
+    assert jobs["rollout"] == default_jobs["rollout"] + 1 and jobs["labels"] == default_jobs["labels"] + 1
+    assert jobs["judge_safety"] == default_jobs["judge_safety"] + 3
+    assert sum(jobs.values()) == sum(default_jobs.values()) + 8  # config/README.md: 84 jobs instead of 76
+
+
+def test_config_readme_table_is_generated_from_the_schema():
+    assert config_doc.readme_table((ROOT / "config" / "README.md").read_text(encoding="utf-8")) == config_doc.table()
+
+
+def test_every_config_key_is_documented():
+    """Each key of the schema has a row, or its parent's row describes it (a model's params)."""
+    undocumented = []
+
+    def walk(node, path, described):
+        described = described or "description" in node
+        children = {**node.get("properties", {})}
+        if isinstance(node.get("additionalProperties"), dict) and "properties" in node["additionalProperties"]:
+            children["<name>"] = node["additionalProperties"]
+        if not children and not described:
+            undocumented.append(path)
+        for key, sub in children.items():
+            walk(sub, f"{path}.{key}".lstrip("."), described)
+
+    walk(load_schema(), "", False)
+    assert undocumented == []
+    rows = {key for key, _, _ in config_doc.rows()}
+    assert {"seeds", "roles.validation_judges", "reliability.calibration_agents", "llm.timeout_s"} <= rows
 
 
 def test_undefined_model_and_misspelled_role_stop_before_any_job(work):
@@ -105,9 +267,10 @@ def test_calibration_agent_and_annotator_count_stop_before_any_job(work):
     config["validation"]["annotators_per_sample"] = 5
     out = _fails(work, "--configfile", str(_config_file(work, "too-few-annotators.yaml", config)))
     assert "validation.annotators_per_sample is 5, but validation.annotators names only 3" in out
-    del config["validation"]["annotators_per_sample"]
+    config["validation"]["annotators"] = ["annotator-1", "annotator-2"]
+    del config["validation"]["annotators_per_sample"]  # the default, 3 (the paper's)
     out = _fails(work, "--configfile", str(_config_file(work, "no-per-sample.yaml", config)))
-    assert "'annotators_per_sample' is a required property" in out
+    assert "validation.annotators_per_sample is 3, but validation.annotators names only 2" in out
 
 
 def test_canonical_sorts_mappings_and_keeps_lists():

@@ -178,3 +178,20 @@ def test_the_report_table_puts_the_forecast_beside_the_call_logs():
     assert judge["price"] == "unpriced" and pd.isna(judge["forecast_usd"]) and pd.isna(judge["cost_usd"])
     assert (total["forecast_calls"], total["requests"], total["forecast_usd"], total["price"]) == (
         14, 6, 0.5, "1 rows unpriced")
+
+
+def test_a_config_that_says_only_what_differs_is_forecast_with_the_workflow_s_defaults(tmp_path, capsys):
+    """The command fills what the file leaves out as the workflow does: the schema's defaults (all 157
+    seeds) and those that depend on other keys (the calibration agents), said on stderr."""
+    model = {"model": "openai/gpt-5.4", "vendor": "openai"}
+    configfile = tmp_path / "minimal.yaml"
+    configfile.write_text(yaml.safe_dump({
+        "models": {"m": model, "agent": {**model, "vendor": "meta"}},
+        "roles": {"tagger": "m", "judges": ["m"], "generator": "m", "reviewers": ["m"]},
+        "agents": {"a": {"model": "agent", "group": "open-weight", "vendor": "meta"}}}), encoding="utf-8")
+    assert main(["forecast", "--configfile", str(configfile), "--root", str(ROOT), "--no-results",
+                 "--out", str(tmp_path / "fc")]) == 0
+    err = capsys.readouterr().err
+    assert "config: reliability.calibration_agents not set; using [a]" in err
+    rows = json.loads((tmp_path / "fc" / "forecast.json").read_text())["rows"]
+    assert {r["calls"] for r in rows if r["stage"] == "tag_steps"} == {157}

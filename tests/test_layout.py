@@ -22,7 +22,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.stats", "util.cells", "util.samplin
         "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
         "analyze.figures", "analyze.pipeline_figure",
         "report", "report.paper_numbers", "report.audit", "report.render",
-        "tools", "tools.check_local_model", "tools.digest", "tools.cache_explain", "tools.pack", "__main__"]
+        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.pack", "__main__"]
 
 
 def _module_name(path: Path) -> str:

@@ -32,7 +32,7 @@ class CallSettings:
     max_retries: int = 5  # attempts after the first, for rate limits, server errors, timeouts, dropped connections
     backoff_s: float = 1.0  # the exponential backoff's multiplier (with jitter), where no Retry-After is given
     max_wait_s: float = 600.0  # the most one request waits between its attempts, in total
-    concurrency: dict = field(default_factory=dict)  # calls in flight per provider (`default`: the others)
+    concurrency: dict = field(default_factory=lambda: {"default": DEFAULT_CONCURRENCY})  # calls in flight per provider
     max_failed_share: float = 0.0  # the share of a job's calls that may fail without failing the job
     batch_poll_s: float = 30.0  # seconds between two polls of an open provider batch
     batch_max_wait_s: float = 86400.0  # the most a job waits for its batches (the providers' 24 h window)

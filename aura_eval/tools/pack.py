@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from aura_eval.tools.digest import stable_digests
+from aura_eval.workflow_config import with_schema_defaults
 
 MANIFEST = "MANIFEST.sha256"
 DIGESTS = "STABLE_DIGESTS.sha256"
@@ -129,7 +130,7 @@ def terms_note(config: dict, licence_files: list[str]) -> str:
 
 def _replay_config(config: dict, cache_name: str) -> str:
     replay = json.loads(json.dumps(config))  # a deep copy without YAML anchors
-    replay["llm"]["replay"] = True
+    replay.setdefault("llm", {})["replay"] = True  # a config may leave `llm` to its defaults
     replay["llm"]["cache"] = f"{PACKED}/cache/{cache_name}"
     header = ("# The packed run's config in replay mode (written by `python -m aura_eval pack`): every answer\n"
               "# comes from the packed cache; a request it does not hold stops the job (CacheMissError).\n")
@@ -155,7 +156,8 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
     if not config_path.is_file():
         raise PackError(f"pack: no config file {config_path}")
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    cache = Path(config["llm"]["cache"])
+    filled = with_schema_defaults(config)  # the keys a config leaves out, as the workflow fills them
+    cache = Path(filled["llm"]["cache"])
     cache = cache if cache.is_absolute() else root / cache
     for part in (*RESULT_PARTS, REPORT):
         if not (root / part).exists():
@@ -172,7 +174,7 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
         p for p in [root / "data/human/adjudicated.csv"] if p.is_file()]
     for path in human:
         members[path.relative_to(root).as_posix()] = path
-    rjudge = Path(config.get("rjudge_dir", "data/raw/rjudge"))
+    rjudge = Path(filled["rjudge_dir"])
     rjudge = rjudge if rjudge.is_absolute() else root / rjudge
     licence_files = []
     for path in sorted(rjudge.iterdir()) if rjudge.is_dir() else []:
