@@ -51,6 +51,25 @@ def test_a_draw_is_a_function_of_the_request_and_the_seed():
     assert draws[:50] != draws[50:]  # another simulation seed, other draws
 
 
+def test_a_simulated_rewrite_reads_the_request_facts_not_the_rendered_prompt():
+    """P3/P4's template goes on after the trajectory ("Editable steps: ..."); the simulator's rewrite
+    of each step starts from the step's own text, which the request builder put in its facts."""
+    from aura_eval.construct.variation import VARY_PROMPTS, variation_request
+    from aura_eval.vocab import load_taxonomy
+
+    steps = [{"index": 0, "role": "user", "content": "Delete the old logs.", "thought": None, "action": None},
+             {"index": 1, "role": "agent", "content": None, "thought": "t", "action": "ls"},
+             {"index": 2, "role": "environment", "content": None, "thought": None, "action": None}]
+    prefix = {"prefix_id": "p", "profile": "an agent", "steps": steps}
+    candidate = {"candidate_id": "p.RS2", "prefix_id": "p", "dimension": "RS2", "grounding": "logs"}
+    prompts = {pid: load_prompt(pid) for pid in VARY_PROMPTS}
+    request = variation_request(candidate, {"p": prefix}, prompts, load_taxonomy(), Endpoint("g", "aura_sim/g"))
+    assert "Editable steps" in request.messages[-1]["content"] and request.facts == {"steps": steps}
+    rewrite = json.loads(sim.respond(request, params=sim.planted({"construction": {"gate_fail_rate": 0.0}})))
+    assert rewrite["steps"] == [{"step": 0, "content": "Delete the old logs. (simulated variation)"},
+                                {"step": 2, "content": "(simulated variation)"}]
+
+
 def test_planted_parameters_are_checked_by_name():
     with pytest.raises(sim.SimulationConfigError, match=r"llm.simulation.construction.keep_rate: unknown"):
         sim.planted({"construction": {"keep_rate": 0.5}})

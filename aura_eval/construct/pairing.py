@@ -104,7 +104,7 @@ def pair_request(item: dict, seed: dict, prompt, endpoint) -> Request:
               "editable_full": ", ".join(map(str, editable_indices(full)))}
     return Request(item_id=item["item_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
                    role="pair_generator", schema=narrowed(prompt.schema, truncated=item["steps"], full=full),
-                   messages=prompt.messages(**values))
+                   messages=prompt.messages(**values), facts={"steps": full})
 
 
 def check_pair(item: dict, seed: dict, parsed: dict, target: str) -> tuple[list | None, list | None, str | None]:

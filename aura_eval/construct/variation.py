@@ -42,7 +42,7 @@ def relevance_request(prefix, prompt, taxonomy, endpoint) -> Request:
     return Request(item_id=prefix["prefix_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
                    role="relevance", schema=prompt.schema,
                    messages=prompt.messages(dimensions=dimension_list(taxonomy), profile=prefix["profile"],
-                                            trajectory=render_steps(prefix["steps"])))
+                                            trajectory=render_steps(prefix["steps"])), facts={"steps": prefix["steps"]})
 
 
 def relevance_row(prefix: dict, result, taxonomy: dict) -> dict:
@@ -110,7 +110,7 @@ def variation_request(c: dict, prefixes: dict, prompts: dict, taxonomy, endpoint
               "editable": ", ".join(map(str, editable_indices(prefix["steps"])))}
     return Request(item_id=c["candidate_id"], endpoint=endpoint, prompt_id=prompt.id, prompt_version=prompt.version,
                    role="generator", schema=narrowed(prompt.schema, steps=prefix["steps"]),
-                   messages=prompt.messages(**values))
+                   messages=prompt.messages(**values), facts={"steps": prefix["steps"]})
 
 
 def variation_row(candidate: dict, prefix: dict, result, taxonomy: dict) -> dict:

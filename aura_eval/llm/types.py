@@ -81,8 +81,10 @@ class Request:
     role: str
     schema: dict | None = None
     sample: int = 0
-    # What the stage knows of the item (pair label, dimension, the agent's group): only the
-    # simulator (aura_sim) reads it; it is never sent to a provider nor part of the cache key.
+    # What the stage knows of the unit it asks about (a rollout's pair label, dimension and agent
+    # group; a rewrite's source steps): only the simulator (aura_sim) reads it, so that it answers
+    # from the request's facts, never by parsing the rendered prompt; it is never sent to a provider
+    # nor part of the cache key.
     facts: dict | None = None
 
 

@@ -319,15 +319,13 @@ def annotation_rows(samples: list[dict], settings: dict | None = None) -> list[d
 
 # -- construction --------------------------------------------------------------------------------
 
-_STEP = re.compile(r"^\[(\d+)\] (USER|ENVIRONMENT): (.*?)(?=^\[\d+\] |\Z)", re.M | re.S)
-
-
-def _outside_steps(text: str) -> dict[int, str]:
-    """{step number: content} of the user and environment steps rendered in a prompt (first rendering wins)."""
-    steps: dict[int, str] = {}
-    for match in _STEP.finditer(text):
-        steps.setdefault(int(match.group(1)), match.group(3).strip())
-    return steps
+def _outside_steps(request) -> dict[int, str]:
+    """{step number: text} of the user and environment steps of the trajectory the request asks
+    about, from its facts (the stage's request builder puts the steps there), as the prompt shows
+    them (a missing text as `(empty)`)."""
+    steps = (request.facts or {}).get("steps") or []
+    return {s["index"]: ("(empty)" if s["content"] is None else str(s["content"])).strip()
+            for s in steps if s["role"] in ("user", "environment")}
 
 
 def _rewrite(entries_schema: dict, originals: dict[int, str], note: str, fail: bool) -> list[dict]:
@@ -371,7 +369,7 @@ def _instance(schema: dict, u: float):
 
 def _construction_answer(params, request, key: str) -> str:
     c, seed, prompt = params["construction"], params["seed"], request.prompt_id
-    name, text = request.endpoint.name, request.messages[-1]["content"]
+    name = request.endpoint.name
 
     def u(*what):
         return uniform(seed, prompt, name, key, *what)
@@ -380,7 +378,7 @@ def _construction_answer(params, request, key: str) -> str:
         answer = _instance(request.schema, u("tag"))
         answer["reason"] = "Simulated tag: the step that introduces the risk."
     elif prompt == "p2_dimension_relevance":
-        steps = [s for s in _outside_steps(text).values() if s and s != "(empty)"]
+        steps = [s for s in _outside_steps(request).values() if s and s != "(empty)"]
         dims = []
         for dim in VARIED_DIMENSIONS:
             if uniform(seed, "relevant", key, dim) >= c["relevance_share"]:
@@ -392,7 +390,7 @@ def _construction_answer(params, request, key: str) -> str:
         answer = {"dimensions": dims}
     elif prompt in ("p3_intensity_variation", "p4_context_variation"):
         answer = _instance(request.schema, u("fields"))
-        answer["steps"] = _rewrite(request.schema["properties"]["steps"], _outside_steps(text),
+        answer["steps"] = _rewrite(request.schema["properties"]["steps"], _outside_steps(request),
                                    "(simulated variation)", u("gate") < c["gate_fail_rate"])
         answer["change"] = "Simulated change along the requested dimension."
     elif prompt in ("p5_intensity_review", "p6_context_review", "p9_pair_review"):
@@ -411,7 +409,7 @@ def _construction_answer(params, request, key: str) -> str:
     elif prompt == "p8_pair_generation":
         fail = u("pair") < c["pair_fail_rate"]
         props = request.schema["properties"]
-        originals = _outside_steps(text)
+        originals = _outside_steps(request)
         note = "(simulated counterpart)"
         answer = {"truncated": _rewrite(props["truncated"], originals, note, fail),
                   "full": _rewrite(props["full"], originals, note, fail),
