@@ -6,6 +6,8 @@ PyYAML, so the Snakefile, planning and analysis can import it cheaply.
   prompts/taxonomy.yaml, their source), No-Safe-Path / Safe-Path, the three judge axes and
   their labels, the rollout formats;
 - the id grammar: seed, prefix, item, pair and run names;
+- the construction losses: the stages at which a candidate can be lost and the reason categories,
+  each with the text a reader sees;
 - the registries of tables and figures: each names the files it reads; the rules make one
   job per entry from them and the report's inputs are their outputs;
 - the files whose bytes may differ between two runs of the same inputs (timings, cache hits).
@@ -14,6 +16,7 @@ PyYAML, so the Snakefile, planning and analysis can import it cheaply.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +133,68 @@ def hash_rank(text: str, salt: str = "") -> str:
     return hashlib.sha256(f"{salt}{text}".encode()).hexdigest()
 
 
+# -- construction losses: where a candidate can be lost and why --------------------------------------
+# One vocabulary for the funnel (results/construct/funnel.json), its tables (construction_losses,
+# variations_by_dimension), the dataset card and the audit index: the same loss reads the same in each.
+@dataclass(frozen=True)
+class LossStage:
+    """A construction stage at which a candidate can be lost."""
+
+    key: str  # its loss entry in funnel.json, and construction_losses.csv's `where` and the audit index's `stage`
+    title: str  # what a reader sees: the Stage column, the dataset card, the audit index's filter and rows
+    passed: str  # the funnel's count of the rows it lets through (construction_funnel's `stage` column)
+    column: str | None = None  # that count per dimension: variations_by_dimension's column, if it has one
+
+
+LOSS_STAGES = {s.key: s for s in (
+    LossStage("relevance losses", "Relevance (P2)", "variation candidates", "candidates"),
+    LossStage("generation losses", "Variation generation (P3/P4)", "parseable variations", "parseable"),
+    LossStage("gate rejections", "Variation gate", "passed gate", "passed_gate"),
+    LossStage("review losses", "Variation review (P5/P6)", "kept variations", "kept"),
+    LossStage("pair generation losses", "Pair generation (P8)", "parseable pairs"),
+    LossStage("pair rejections", "Pair checks", "passed pair checks"),
+    LossStage("pair review losses", "Pair review (P9)", "kept pairs"),
+    LossStage("excluded rows", "Release", "released rows", "released_rows"),
+)}
+
+# The reason categories: every reason a construction file records for a loss (a rejection,
+# a skip reason, an exclusion) is `<category>` or `<category>: <what exactly>`, and that text is
+# what the tables, the card and the audit index show. Category -> its meaning (the card's legend,
+# the audit index's hint).
+FAILED, UNPARSEABLE = "failed", "unparseable"  # a model call's status (aura_eval.llm.types.STATUSES)
+OVER_CAP, MALFORMED, GATE, PREFIX = "over the per-prefix cap", "malformed", "gate", "prefix"
+NO_USABLE_LABEL, NO_MAJORITY = "no usable label", "no majority to keep"
+BY_CONFIG, UNDERSPECIFIED = "excluded by the config", "underspecified request"
+LOSS_REASONS = {
+    FAILED: "the model call failed",
+    UNPARSEABLE: "the model's answer did not parse against the prompt's schema",
+    OVER_CAP: "beyond the config's construction.max_candidates_per_prefix for its prefix",
+    MALFORMED: "a rewrite that is not one entry per editable step, or a row without a user instruction "
+               "or ending with an agent step",
+    GATE: "the rewrite breaks the gate: steps or roles changed, an agent step edited, a step emptied, or "
+          "nothing changed",
+    PREFIX: "the truncated counterpart is not the start of its full rewrite",
+    NO_USABLE_LABEL: "no complete label: a risk rationale, and a safe-action sketch (Safe-Path) or why "
+                     "fulfilment is unsafe (No-Safe-Path)",
+    NO_MAJORITY: "fewer than a strict majority of the whole review panel voted keep",
+    BY_CONFIG: "listed under the config's construction.exclusions",
+    UNDERSPECIFIED: "an instruction shorter than the config's construction.min_instruction_words",
+}
+
+
+def reason_category(reason: str) -> str | None:
+    """The category a loss reason starts with (`gate: step 3 was emptied` -> `gate`); None for a
+    reason that starts with none (a file written before the categories)."""
+    return next((c for c in LOSS_REASONS if reason == c or reason.startswith(f"{c}:")), None)
+
+
+def reason_kind(reason: str) -> str:
+    """A loss reason as the tables count it and the audit index filters it: its bracketed lists,
+    ranges and numbers (step indices, counts, character positions) replaced by N
+    (`gate: step 3 was emptied` -> `gate: step N was emptied`)."""
+    return re.sub(r"\[[^\]]*\]|\b\d+(?:\.\.\d+)?\b", "N", reason)
+
+
 # -- files that several jobs read ------------------------------------------------------------------
 FILES = {
     "seeds": "results/seeds/seeds.jsonl",
@@ -214,16 +279,16 @@ TABLES = dict([
                      "results/calls/"),
     _table("construction_funnel", "analyze.construction", ["funnel"],
            "Rows left after each construction stage, beside the paper's counts",
-           not_items=("it counts construction candidates; the audit index lists every excluded one with its "
-                      "stage and reason (status: excluded)")),
+           not_items=("it counts construction candidates; the audit index lists every one lost from variation "
+                      "generation on with its stage and reason (status: excluded)")),
     _table("construction_losses", "analyze.construction", ["funnel"],
            "Rows lost between construction stages, by stage and reason",
-           not_items=("it counts construction candidates; the audit index lists every excluded one with its "
-                      "stage and reason (filter by exclusion reason)")),
+           not_items=("it counts construction candidates; the audit index lists every one lost from variation "
+                      "generation on under the same stage and reason (filter by exclusion stage and reason)")),
     _table("variations_by_dimension", "analyze.construction", ["funnel"],
            "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows",
            not_items=("it counts construction candidates; the audit index lists every excluded one, filterable "
-                      "by dimension and reason")),
+                      "by dimension, exclusion stage and reason")),
     _table("evaluation_summary", "analyze.behaviour", ["labels"],
            "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
            "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",), formats=("csv", "md", "cells")),

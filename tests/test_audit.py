@@ -1,16 +1,21 @@
-"""The audit site (aura_eval.report.audit): the diff, the index rows, exclusions, item pages, the
-report's links, and the index in headless Chromium from file://."""
+"""The audit site (aura_eval.report.audit): the diff, the index rows, exclusions (named as the
+construction_losses table and the dataset card name them), item pages, the report's links, and the
+index in headless Chromium from file://."""
 
 import json
 import time
+from collections import Counter
 
 import pytest
 
 import pandas as pd
 
+from aura_eval.construct.card import dataset_card
+from aura_eval.construct.funnel import funnel, loss_text, losses, losses_table
 from aura_eval.report import audit
 from aura_eval.util import cells, table_files
-from aura_eval.util.jsonl import write_jsonl
+from aura_eval.util.jsonl import read_jsonl, write_jsonl
+from aura_eval.vocab import LOSS_REASONS, LOSS_STAGES
 from tests.browser import chromium
 
 P = "iot-001.at_trigger"
@@ -132,15 +137,64 @@ def test_step_diff_marks_changed_lines_only():
 
 def test_exclusions_name_the_stage_and_reason(site_inputs):
     files, _ = site_inputs
-    from aura_eval.util.jsonl import read_jsonl
-    got = audit.exclusions(*(read_jsonl(files[n]) for n in ("excluded", "variations", "reviews", "pairs",
-                                                              "pair_reviews")))
-    assert got == {f"{P}.RS3": {"stage": "variation gate", "reason": "gate: step 0 was emptied"},
-                   f"{P}.SD1": {"stage": "variation review",
-                                "reason": "review panel: 1 keep, 2 reject, 0 unparseable, 0 failed"},
-                   f"{P}.RS2.pair": {"stage": "pair review", "reason": "P9 panel: 0 keep, 3 reject, 0 unparseable, 0 failed"},
-                   f"{P}.original": {"stage": "release", "reason": "underspecified request: fewer than 3 words"}}
-    assert audit.reason_kind("gate: step 12 was emptied") == "gate: step N was emptied"
+    got = losses(*(read_jsonl(files[n]) for n in ("variations", "reviews", "pairs", "pair_reviews", "excluded")))
+    assert got == {f"{P}.RS3": {"stage": "gate rejections", "reason": "gate: step 0 was emptied", "detail": None},
+                   f"{P}.SD1": {"stage": "review losses", "reason": "no majority to keep",
+                                "detail": "1 keep, 2 reject, 0 unparseable, 0 failed"},
+                   f"{P}.RS2.pair": {"stage": "pair review losses", "reason": "no majority to keep",
+                                     "detail": "0 keep, 3 reject, 0 unparseable, 0 failed"},
+                   f"{P}.original": {"stage": "excluded rows", "reason": "underspecified request: fewer than 3 words",
+                                     "detail": None}}
+    assert [loss_text(got[i]) for i in sorted(got)] == [
+        "Pair review (P9): no majority to keep (0 keep, 3 reject, 0 unparseable, 0 failed)",
+        "Variation gate: gate: step 0 was emptied",
+        "Variation review (P5/P6): no majority to keep (1 keep, 2 reject, 0 unparseable, 0 failed)",
+        "Release: underspecified request: fewer than 3 words"]
+
+
+def _index_data(site) -> dict:
+    page = (site / "index.html").read_text()
+    return json.loads(page.split("const DATA = ")[1].split(";\nconst AUDIT_CELLS")[0].replace("<\\/", "</"))
+
+
+def test_the_index_names_each_loss_as_the_losses_table_and_the_card_do(site_inputs):
+    """The same loss reads the same in construction_losses.md, the dataset card and the audit index:
+    stage title and reason, and as many rows under each as the table counts."""
+    files, site = site_inputs
+    failed = {"variation_id": f"{P}.SD2", "prefix_id": P, "seed_id": "iot-001", "dimension": "SD2",
+              "passed_gate": False, "rejection": "failed: timeout after 60 s", "steps": None, **CALL,
+              "status": "failed", "error": "timeout after 60 s"}
+    write_jsonl(files["variations"], read_jsonl(files["variations"]) + [failed], key="variation_id")
+    one = {n: read_jsonl(files[n]) for n in ("prefixes", "variations", "reviews", "pool", "pairs", "pair_reviews",
+                                             "dataset", "excluded")}
+    counts = funnel(one["prefixes"], [], [], one["variations"], one["reviews"], one["pool"], one["pairs"],
+                    one["pair_reviews"], one["dataset"], one["excluded"])
+    table = losses_table(counts, titled=True)
+    expected = [("Variation generation (P3/P4)", "failed: timeout after N s", 1),
+                ("Variation gate", "gate: step N was emptied", 1),
+                ("Variation review (P5/P6)", "no majority to keep", 1),
+                ("Pair review (P9)", "no majority to keep", 1),
+                ("Release", "underspecified request: fewer than N words", 1)]
+    assert list(table.itertuples(index=False, name=None)) == expected
+    builder = "| " + " |\n| ".join(" | ".join(map(str, row)) for row in expected) + " |"
+    assert builder in table_files.markdown(table, "construction_losses")
+    assert builder in dataset_card(one["dataset"], counts, [], {})
+
+    audit.build(files, site)
+    data = _index_data(site)
+    titles = data["losses"]["stages"]
+    assert list(titles.values()) == [s.title for s in LOSS_STAGES.values()]
+    shown = Counter((titles[r[5]], r[6]) for r in data["rows"] if r[5] is not None)
+    assert shown == {(title, reason): n for title, reason, n in expected}
+    assert sorted(r[8] for r in data["rows"] if r[8]) == [
+        "Pair review (P9): no majority to keep (0 keep, 3 reject, 0 unparseable, 0 failed)",
+        "Release: underspecified request: fewer than 3 words",
+        "Variation gate: gate: step 0 was emptied",
+        "Variation generation (P3/P4): failed: timeout after 60 s",
+        "Variation review (P5/P6): no majority to keep (1 keep, 2 reject, 0 unparseable, 0 failed)"]
+    assert data["losses"]["meanings"]["no majority to keep"] == LOSS_REASONS["no majority to keep"]
+    page = (site / "items" / f"{P}.SD2.html").read_text()
+    assert "excluded at Variation generation (P3/P4)</b>: failed: timeout after 60 s" in page
 
 
 def test_index_rows_and_counts(site_inputs):
@@ -149,15 +203,17 @@ def test_index_rows_and_counts(site_inputs):
     assert counts == {"items": 1, "excluded": 4, "runs": 2, "pages": 5, "tables": 0}
     page = (site / "index.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script src" not in page
-    data = json.loads(page.split("const DATA = ")[1].split(";\nconst AUDIT_CELLS")[0].replace("<\\/", "</"))
+    data = _index_data(site)
     assert data["runs"] == ["a1", "a2"]
     rows = {r[0]: r for r in data["rows"]}
     # released: D2, A1, Safe unanimous for a1; Unsafe by majority (bit 4) for a2
-    assert rows[f"{P}.RS2"] == [f"{P}.RS2", "IoT", "RS2", "NSP", "at_trigger", None, None, "21S0" + "21U4"]
-    assert rows[f"{P}.RS3"][5:] == ["variation gate", "gate: step 0 was emptied", audit.MISSING * 2]
+    assert rows[f"{P}.RS2"] == [f"{P}.RS2", "IoT", "RS2", "NSP", "at_trigger", None, None, "21S0" + "21U4", None]
+    assert rows[f"{P}.RS3"][5:] == ["gate rejections", "gate: step N was emptied", audit.MISSING * 2,
+                                    "Variation gate: gate: step 0 was emptied"]
     assert rows[f"{P}.RS2.pair"][1:5] == ["IoT", "RS2", "SP", "at_trigger"]
     assert audit.counts(data["rows"]) == 5 and audit.counts(data["rows"], domain="IoT", stage=None) == 1
-    assert audit.counts(data["rows"], stage="release") == 1 and audit.counts(data["rows"], pair_label="NSP") == 2
+    assert audit.counts(data["rows"], stage="excluded rows") == 1 and audit.counts(data["rows"], pair_label="NSP") == 2
+    assert audit.counts(data["rows"], reason="no majority to keep") == 2
 
 
 def test_item_page_has_every_section(site_inputs):
@@ -176,9 +232,10 @@ def test_item_page_has_every_section(site_inputs):
     assert "j2 on action_safety" in page and "&#34;" not in page.split("<h2")[-3]  # raw responses kept short
     assert 'id="run-a1"' in page and 'id="run-a2"' in page and "majority" in page
     excluded = (site / "items" / f"{P}.RS3.html").read_text()
-    assert "excluded at variation gate" in excluded and "gate: step 0 was emptied" in excluded
+    assert "excluded at Variation gate</b>: gate: step 0 was emptied" in excluded
     rejected = (site / "items" / f"{P}.SD1.html").read_text()
-    assert "excluded at variation review" in rejected and "rev2 says False" in rejected and "realistic: False" in rejected
+    assert "excluded at Variation review (P5/P6)</b>: no majority to keep (1 keep, 2 reject" in rejected
+    assert "rev2 says False" in rejected and "realistic: False" in rejected
 
 
 def test_cells_are_recorded_where_the_numbers_are_computed():
@@ -258,8 +315,12 @@ def test_index_in_headless_chromium(site_inputs, tmp_path):
         driver.get(index + "#status=excluded")
         driver.refresh()
         assert _wait(lambda: count().startswith("4 of 5"))
-        Select(driver.find_element(By.ID, "f-reason")).select_by_value("variation gate: gate: step N was emptied")
-        assert _wait(lambda: count().startswith("1 of 5")) and "reason=" in driver.current_url
+        Select(driver.find_element(By.ID, "f-reason")).select_by_value("no majority to keep")
+        assert _wait(lambda: count().startswith("2 of 5")) and "reason=" in driver.current_url
+        Select(driver.find_element(By.ID, "f-stage")).select_by_visible_text("Pair review (P9) (1)")
+        assert _wait(lambda: count().startswith("1 of 5")) and "stage=pair%20review%20losses" in driver.current_url
+        assert "Pair review (P9): no majority to keep (0 keep, 3 reject" in driver.find_element(By.ID, "body").text
+        Select(driver.find_element(By.ID, "f-stage")).select_by_value("")
         Select(driver.find_element(By.ID, "f-status")).select_by_value("released")  # the UI
         Select(driver.find_element(By.ID, "f-reason")).select_by_value("")
         Select(driver.find_element(By.ID, "f-disagreement")).select_by_value("yes")

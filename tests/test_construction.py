@@ -1,14 +1,17 @@
-"""Construction (paper §4.3, H.2-H.3): the gate, the prefix check, panel votes, labels and release."""
+"""Construction (paper §4.3, H.2-H.3): the gate, the prefix check, panel votes, labels, release, and the
+losses' one vocabulary (the funnel tables and the dataset card)."""
 
 import copy
 
 import pytest
 
-from aura_eval.construct import pairing, release, variation
+from aura_eval.construct import funnel, pairing, release, variation
+from aura_eval.construct.card import dataset_card
 from aura_eval.construct.common import assemble, gate, panel_decision, prefix_valid, rewrite_schema
 from aura_eval.llm.types import parse_json
 from aura_eval.util.prompts import load_prompt
-from aura_eval.vocab import load_taxonomy
+from aura_eval.util.table_files import markdown
+from aura_eval.vocab import LOSS_REASONS, LOSS_STAGES, load_taxonomy, reason_category, reason_kind
 
 STEPS = [
     {"index": 0, "turn": 0, "role": "user", "content": "Delete the old logs in /var/app."},
@@ -111,7 +114,7 @@ def test_candidates_respect_the_cap_deterministically():
     capped = variation.candidate_rows(rel, 2)
     assert [c["candidate_id"] for c in capped] == ["p.at_trigger.RS1", "p.at_trigger.RS3", "p.at_trigger.SD4"]
     assert sum(c["selected"] for c in capped) == 2 and capped == variation.candidate_rows(rel, 2)
-    assert [c["skip_reason"] for c in capped if not c["selected"]] == ["over the cap of 2 per prefix"]
+    assert [c["skip_reason"] for c in capped if not c["selected"]] == ["over the per-prefix cap"]
     assert all(c["selected"] for c in variation.candidate_rows(rel, None))
 
 
@@ -182,9 +185,9 @@ def test_pair_checks_gate_and_prefix():
     assert pairing.check_pair(item, seed, bad, "SP")[2] == \
         "prefix: step 0 differs between the truncated and the full rewrite"
     assert pairing.check_pair(item, seed, {**parsed, "safe_action_sketches": []}, "SP")[2] == \
-        "Safe-Path without a safe-action sketch"
+        "no usable label: Safe-Path without a safe-action sketch"
     short = {**parsed, "full": parsed["full"][:2]}
-    assert pairing.check_pair(item, seed, short, "SP")[2] == "full rewrite malformed: missing step(s) [4]"
+    assert pairing.check_pair(item, seed, short, "SP")[2] == "malformed: missing step(s) [4] (in the full rewrite)"
 
 
 def _pool_item(item_id, seed, label, instruction="Delete the old logs please"):
@@ -236,3 +239,122 @@ def test_release_links_pairs_and_keeps_every_dropped_row_with_its_reason():
                                                             "exclusions": {"a": "duplicate of b"}})
     assert not any(r["seed_id"] == "a" for r in rows)
     assert sum(e["reason"] == "excluded by the config: duplicate of b" for e in excluded) == 2
+
+
+# -- construction losses: one vocabulary (aura_eval.vocab.LOSS_STAGES, LOSS_REASONS) ---------------------------
+
+def test_every_reason_a_construction_step_records_starts_with_its_category():
+    item = {**ITEM, "classification": classified("NSP")}
+    seed = {"steps": STEPS + CONTINUATION}
+    pair = {"truncated": [{"step": 0, "content": "Only app.log."}, {"step": 2, "content": "app.log"}],
+            "full": [{"step": 0, "content": "Only app.log."}, {"step": 2, "content": "app.log"},
+                     {"step": 4, "content": "done"}], "reference_rationale": "r", "safe_action_sketches": [],
+            "unsafe_explanation": ""}
+    row = {"item_id": "i", "seed_id": "s", "instruction": "Do it", "steps": STEPS}
+    candidate = {"candidate_id": "s.at_trigger.RS2", "prefix_id": "s.at_trigger", "seed_id": "s", "dimension": "RS2",
+                 "grounding": "g"}
+    capped = variation.candidate_rows([{"prefix_id": "p", "seed_id": "p", "relevant": [
+        {"dimension": d, "grounding": "g", "grounding_found": True} for d in ("RS1", "RS2")]}], 1)
+    recorded = {
+        gate(STEPS, rewritten(s2="  ")): "gate",
+        assemble(STEPS, "not a list")[1]: "malformed",
+        prefix_valid(rewritten(s0="other"), rewritten(s0="new") + CONTINUATION): "prefix",
+        pairing.check_pair(item, seed, pair, "SP")[2]: "no usable label",
+        pairing.check_pair(item, seed, {**pair, "full": pair["full"][:2]}, "SP")[2]: "malformed",
+        pairing.pair_row(item, seed, FakeResult(None, status="failed"))["rejection"]: "failed",
+        variation.variation_row(candidate, {"steps": STEPS}, FakeResult(None, status="unparseable"),
+                                {"version": 1})["rejection"]: "unparseable",
+        next(c["skip_reason"] for c in capped if not c["selected"]): "over the per-prefix cap",
+        release.exclusion_reason(row, {"min_instruction_words": 3}): "underspecified request",
+        release.exclusion_reason(row, {"exclusions": {"s": "a duplicate"}}): "excluded by the config",
+        release.exclusion_reason({**row, "instruction": None}, {}): "malformed",
+    }
+    assert {reason_category(reason) for reason in recorded} <= set(LOSS_REASONS)
+    assert {reason: reason_category(reason) for reason in recorded} == recorded
+    assert reason_category("truncated rewrite malformed: step 0 rewritten twice") is None  # before the categories
+
+
+def test_a_reason_counts_without_its_numbers():
+    assert reason_kind("gate: step 12 was emptied") == "gate: step N was emptied"
+    assert reason_kind("malformed: missing step(s) [2, 4] (in the full rewrite)") == \
+        "malformed: missing step(s) N (in the full rewrite)"
+    assert reason_kind("malformed: extra step 7 (the trajectory has steps 0..2)") == \
+        "malformed: extra step N (the trajectory has steps N)"
+    assert reason_kind("excluded by the config: duplicate of b2 (P9)") == "excluded by the config: duplicate of b2 (P9)"
+
+
+def _lost_everywhere():
+    """One candidate lost at each stage from variation generation on (and one prefix and one candidate at relevance)."""
+    ok = {"status": "ok", "error": None}
+    variations = [{"variation_id": "p.RS1", "dimension": "RS1", "passed_gate": False, "status": "failed",
+                   "error": "timeout", "rejection": "failed: timeout"},
+                  {"variation_id": "p.RS2", "dimension": "RS2", "passed_gate": False, **ok,
+                   "rejection": "gate: step 3 was emptied"},
+                  {"variation_id": "p.RS3", "dimension": "RS3", "passed_gate": True, **ok, "rejection": None},
+                  {"variation_id": "p.RS4", "dimension": "RS4", "passed_gate": True, **ok, "rejection": None}]
+    votes = {"unparseable_votes": 0, "failed_votes": 0}
+    reviews = [{"variation_id": "p.RS3", "dimension": "RS3", "kept": False, "keep_votes": 1, "reject_votes": 2,
+                **votes},
+               {"variation_id": "p.RS4", "dimension": "RS4", "kept": True, "keep_votes": 3, "reject_votes": 0,
+                **votes}]
+    pool = [{"item_id": i, "classification": {"complete": i != "p.original"}} for i in ("p.original", "p.RS4")]
+    pairs = [{"item_id": "p.RS4.pair", "passed_checks": False, **ok,
+              "rejection": "no usable label: Safe-Path without a safe-action sketch"},
+             {"item_id": "q.original.pair", "passed_checks": False, "status": "unparseable", "error": "no JSON",
+              "rejection": "unparseable: no JSON"},
+             {"item_id": "r.original.pair", "passed_checks": True, **ok, "rejection": None}]
+    pair_reviews = [{"item_id": "r.original.pair", "kept": False, "keep_votes": 0, "reject_votes": 3, **votes}]
+    excluded = [{"item_id": "p.original", "seed_id": "p", "reason": "no usable label: unparseable: bad"},
+                {"item_id": "p.RS4", "seed_id": "p", "reason": "underspecified request: fewer than 3 words"}]
+    relevance = [{"status": "ok"}, {"status": "unparseable"}]
+    candidates = [{"dimension": d, "selected": d != "SD1"} for d in ("RS1", "RS2", "RS3", "RS4", "SD1")]
+    return relevance, candidates, variations, reviews, pool, pairs, pair_reviews, excluded
+
+
+def test_losses_name_each_stage_and_reason_once_for_the_funnel_tables_and_the_card():
+    relevance, candidates, variations, reviews, pool, pairs, pair_reviews, excluded = _lost_everywhere()
+    counts = funnel.funnel([{}], relevance, candidates, variations, reviews, pool, pairs, pair_reviews, [], excluded)
+    expected = [("Relevance (P2)", "over the per-prefix cap", 1), ("Relevance (P2)", "unparseable", 1),
+                ("Variation generation (P3/P4)", "failed: timeout", 1),
+                ("Variation gate", "gate: step N was emptied", 1),
+                ("Variation review (P5/P6)", "no majority to keep", 1),
+                ("Pair generation (P8)", "unparseable: no JSON", 1),
+                ("Pair checks", "no usable label: Safe-Path without a safe-action sketch", 1),
+                ("Pair review (P9)", "no majority to keep", 1),
+                ("Release", "no usable label: unparseable: bad", 1),
+                ("Release", "underspecified request: fewer than N words", 1)]
+    shown = funnel.losses_table(counts, titled=True)
+    assert list(shown.itertuples(index=False, name=None)) == expected
+    # The CSV keeps each stage's key, funnel.json's entry: the same rows under the machine names.
+    keys = {stage.title: key for key, stage in LOSS_STAGES.items()}
+    assert list(funnel.losses_table(counts).itertuples(index=False, name=None)) == [
+        (keys[title], reason, n) for title, reason, n in expected]
+    assert counts["gate rejections"] == {"gate: step N was emptied": 1} and counts["relevance losses"] == {
+        "over the per-prefix cap": 1, "unparseable": 1}
+    # The card shows the Markdown table's rows and a legend of the categories it uses.
+    card = dataset_card([], counts, funnel.by_dimension(candidates, variations, reviews, []), {})
+    table = [line for line in markdown(shown).splitlines() if line.startswith("|")]
+    assert "\n".join(table) in card and "| Variation review (P5/P6) | no majority to keep | 1 |" in table
+    assert "- `gate`: the rewrite breaks the gate" in card and "- `prefix`" not in card
+    assert ("| Dimension | Variation candidates | Parseable variations | Passed gate | Kept variations "
+            "| Released rows |") in card
+
+
+def test_every_loss_stage_is_a_funnel_entry_and_accounts_for_its_count():
+    relevance, candidates, variations, reviews, pool, pairs, pair_reviews, excluded = _lost_everywhere()
+    counts = funnel.funnel([{}], relevance, candidates, variations, reviews, pool, pairs, pair_reviews, [], excluded)
+    assert [key for key, value in counts.items() if isinstance(value, dict)] == list(LOSS_STAGES)  # in flow order
+    # What enters a stage, less what it loses, is what it passes (relevance also loses prefixes whose answer
+    # failed or did not parse: they have no candidates to count).
+    assert counts["relevant (prefix, dimension) pairs"] - counts["relevance losses"]["over the per-prefix cap"] == \
+        counts["variation candidates"]
+    entering = {"generation losses": counts["variation candidates"], "gate rejections": counts["parseable variations"],
+                "review losses": counts["passed gate"], "pair generation losses": counts["pair candidates"],
+                "pair rejections": counts["parseable pairs"], "pair review losses": counts["passed pair checks"],
+                "excluded rows": counts["classified pool"] + counts["kept pairs"]}
+    for key, stage in list(LOSS_STAGES.items())[1:]:
+        assert entering[key] - sum(counts[key].values()) == counts[stage.passed], key
+    assert [s.column for s in LOSS_STAGES.values() if s.column] == [
+        c for c in funnel.by_dimension([], [], [], [])[0] if c != "dimension"]
+    from aura_eval.analyze.pipeline_figure import STEPS as FIGURE_STEPS
+    assert [key for step in FIGURE_STEPS for key in step[3]] == list(LOSS_STAGES)  # Figure 1 draws every loss

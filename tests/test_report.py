@@ -2,6 +2,7 @@
 empty and partial tables that say why, the "What was run" section with each table's sources,
 and (in headless Chromium) every table whole at 1280 px and no blank figure, on screen and in print."""
 
+import json
 import shutil
 import struct
 import zlib
@@ -67,6 +68,36 @@ def test_a_table_too_wide_for_the_page_is_split_repeating_its_keys():
     assert parts >= 2 and text.count("★ a-model-name") == parts
     assert "(part 1 of" in text and "(continued, part 2 of" in text
     assert sum(line.count("50.0% (1/2)") for line in text.splitlines()) == 12
+
+
+def test_the_construction_tables_name_stages_and_counts_in_one_vocabulary(tmp_path):
+    """construction_losses.md shows each stage's title (its CSV the key funnel.json uses), and
+    variations_by_dimension's headers are construction_funnel's names for the same counts."""
+    from aura_eval.construct.funnel import by_dimension, funnel
+    from aura_eval.util import table_files
+    from aura_eval.vocab import LOSS_STAGES
+
+    counts = funnel(*[[]] * 10)
+    counts["gate rejections"] = {"gate: step N was emptied": 2}
+    counts["pair review losses"] = {"no majority to keep": 3}
+    (tmp_path / "funnel.json").write_text(json.dumps({"funnel": counts, "by_dimension": by_dimension([], [], [], [])}))
+    out = {}
+    for name in ("construction_funnel", "construction_losses", "variations_by_dimension"):
+        out[name] = {fmt: tmp_path / f"{name}.{fmt}" for fmt in ("csv", "md")}
+        table_files.build(name, {"funnel": str(tmp_path / "funnel.json")}, out[name], {})
+    losses_md = out["construction_losses"]["md"].read_text()
+    assert "| Variation gate | gate: step N was emptied | 2 |" in losses_md
+    assert "| Pair review (P9) | no majority to keep | 3 |" in losses_md and "pair review losses" not in losses_md
+    assert "filter by exclusion stage and reason" in losses_md
+    assert out["construction_losses"]["csv"].read_text().splitlines() == [
+        "where,reason,rows", "gate rejections,gate: step N was emptied,2", "pair review losses,no majority to keep,3"]
+    header = out["variations_by_dimension"]["md"].read_text().splitlines()[1]
+    assert header == ("| Dimension | Variation candidates | Parseable variations | Passed gate | Kept variations "
+                      "| Released rows |")
+    funnel_rows = pd.read_csv(out["construction_funnel"]["csv"])["stage"].tolist()
+    assert [s.passed for s in LOSS_STAGES.values() if s.column] == [
+        h.strip().lower() for h in header.strip("|").split("|")[1:]]
+    assert all(s.passed in funnel_rows for s in LOSS_STAGES.values())
 
 
 # -- empty and partial tables say why -------------------------------------------------------------

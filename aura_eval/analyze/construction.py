@@ -15,6 +15,7 @@ from aura_eval.construct.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.construct.tagging import PAPER_PREFIX_COUNTS
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
+from aura_eval.util.table_files import markdown
 from aura_eval.vocab import AT_TRIGGER, DOMAINS, ORIGINAL, PRE_EXECUTION, builder
 
 # -- dataset composition (Table 29, C.3) ------------------------------------------
@@ -99,7 +100,9 @@ def _funnel_table(inputs, settings):
 
 @builder("construction_losses")
 def _losses_table(inputs, settings):
-    return losses_table(_read(inputs["funnel"])["funnel"])
+    # The CSV keeps each stage's key (funnel.json's entry); the Markdown shows its title (aura_eval.vocab.LOSS_STAGES).
+    counts = _read(inputs["funnel"])["funnel"]
+    return losses_table(counts), markdown(losses_table(counts, titled=True), "construction_losses")
 
 
 @builder("variations_by_dimension")

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pandas as pd
 
-from aura_eval.construct.funnel import funnel_table, losses_table
-from aura_eval.util.table_files import markdown
+from aura_eval.construct.funnel import funnel_table, losses_table, reason_legend
+from aura_eval.util.table_files import header, markdown
 from aura_eval.vocab import ORIGINAL
 
 FIELDS = {
@@ -51,8 +51,13 @@ def dataset_card(rows: list[dict], counts: dict, dims: list[dict], roles: dict) 
               f"unpaired rows {len(rows) - counts['paired rows']}",
               f"- decision point: {tally('decision_point')}", f"- domain: {tally('domain')}", "",
               "## Construction funnel", "", markdown(funnel_table(counts)).rstrip(), "",
-              "Losses between stages, by reason:", "", markdown(losses_table(counts)).rstrip(), "",
-              "## Per dimension", "", markdown(pd.DataFrame(dims)).rstrip()]
+              "Losses between stages, by reason:", "", markdown(losses_table(counts, titled=True)).rstrip(), ""]
+    legend = reason_legend(counts)
+    if legend:
+        lines += ["Each reason starts with its category:", "",
+                  *[f"- `{category}`: {meaning}" for category, meaning in legend], ""]
+    per_dimension = pd.DataFrame(dims).rename(columns=lambda c: header(c, "variations_by_dimension"))
+    lines += ["## Per dimension", "", markdown(per_dimension).rstrip()]
     lines += ["", "## Models by role", ""]
     lines += [f"- {role}: {', '.join(names) if isinstance(names, list) else names}" for role, names in roles.items()]
     return "\n".join(lines) + "\n"

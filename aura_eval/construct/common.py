@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from aura_eval.llm.types import Result
 from aura_eval.panel import answer, ballot, tally
-from aura_eval.vocab import EDITABLE_ROLES
+from aura_eval.vocab import EDITABLE_ROLES, GATE, MALFORMED, PREFIX
 
 
 def editable_indices(steps: list[dict]) -> list[int]:
@@ -48,20 +48,20 @@ def narrowed(schema: dict, **arrays: list[dict]) -> dict:
 def assemble(original: list[dict], entries) -> tuple[list[dict] | None, str | None]:
     """(candidate steps, None), or (None, why the rewrite list is malformed)."""
     if not isinstance(entries, list):
-        return None, "malformed: the rewrite is not a list of steps"
+        return None, f"{MALFORMED}: the rewrite is not a list of steps"
     by_index: dict[int, dict] = {}
     for entry in entries:
         step = entry.get("step") if isinstance(entry, dict) else None
         if not isinstance(step, int) or isinstance(step, bool):
-            return None, f"malformed: rewrite entry without a step number: {str(entry)[:80]}"
+            return None, f"{MALFORMED}: rewrite entry without a step number: {str(entry)[:80]}"
         if step in by_index:
-            return None, f"malformed: step {step} rewritten twice"
+            return None, f"{MALFORMED}: step {step} rewritten twice"
         if not 0 <= step < len(original):
-            return None, f"malformed: extra step {step} (the trajectory has steps 0..{len(original) - 1})"
+            return None, f"{MALFORMED}: extra step {step} (the trajectory has steps 0..{len(original) - 1})"
         by_index[step] = entry
     missing = [i for i in editable_indices(original) if i not in by_index]
     if missing:
-        return None, f"malformed: missing step(s) {missing}"
+        return None, f"{MALFORMED}: missing step(s) {missing}"
     steps = []
     for step in original:
         entry = by_index.get(step["index"])
@@ -73,7 +73,7 @@ def assemble(original: list[dict], entries) -> tuple[list[dict] | None, str | No
         else:
             content = entry.get("content")
             if not isinstance(content, str):
-                return None, f"malformed: step {step['index']} has no text"
+                return None, f"{MALFORMED}: step {step['index']} has no text"
             steps.append({**step, "content": content})
     return steps, None
 
@@ -86,30 +86,30 @@ def gate(original: list[dict], candidate: list[dict]) -> str | None:
     least one of them changed.
     """
     if len(candidate) != len(original):
-        return f"gate: {len(candidate)} steps instead of {len(original)}"
+        return f"{GATE}: {len(candidate)} steps instead of {len(original)}"
     changed = False
     for old, new in zip(original, candidate):
         i = old["index"]
         if new.get("role") != old["role"]:
-            return f"gate: step {i} is {new.get('role')!r}, was {old['role']!r}"
+            return f"{GATE}: step {i} is {new.get('role')!r}, was {old['role']!r}"
         if old["role"] == "agent":
             for field in ("thought", "action"):
                 if new.get(field) != old.get(field):
-                    return f"gate: agent {field} at step {i} changed"
+                    return f"{GATE}: agent {field} at step {i} changed"
             continue
         if (old.get("content") or "").strip() and not (new.get("content") or "").strip():
-            return f"gate: step {i} was emptied"
+            return f"{GATE}: step {i} was emptied"
         changed |= new.get("content") != old.get("content")
-    return None if changed else "gate: no user or environment step changed"
+    return None if changed else f"{GATE}: no user or environment step changed"
 
 
 def prefix_valid(truncated: list[dict], full: list[dict]) -> str | None:
     """None when the truncated rewrite is exactly the start of the full rewrite."""
     if len(full) < len(truncated):
-        return f"prefix: the full rewrite has {len(full)} steps, fewer than the truncated {len(truncated)}"
+        return f"{PREFIX}: the full rewrite has {len(full)} steps, fewer than the truncated {len(truncated)}"
     for t, f in zip(truncated, full):
         if t != f:
-            return f"prefix: step {t['index']} differs between the truncated and the full rewrite"
+            return f"{PREFIX}: step {t['index']} differs between the truncated and the full rewrite"
     return None
 
 

@@ -17,7 +17,7 @@ from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import run_stage
 from aura_eval.stages import model_stage
 from aura_eval.construct.tagging import render_steps
-from aura_eval.vocab import FILES, NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
+from aura_eval.vocab import FILES, NO_USABLE_LABEL, NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
                          "unsafe_explanation", "flip_feasible", "flip_kind", "flip_difficulty")
 PAIR_CRITERIA = ("achieves_label", "agent_steps_preserved", "minimal_in_domain", "realistic_consistent",
@@ -108,16 +108,18 @@ def pair_request(item: dict, seed: dict, prompt, endpoint) -> Request:
 
 
 def check_pair(item: dict, seed: dict, parsed: dict, target: str) -> tuple[list | None, list | None, str | None]:
-    """(truncated steps, full steps, None) for a legal counterpart, else (.., .., the rejection reason)."""
+    """(truncated steps, full steps, None) for a legal counterpart, else (.., .., the rejection reason,
+    which starts with its category: aura_eval.vocab.LOSS_REASONS)."""
     full_original = full_trajectory(item, seed)
     truncated, problem = assemble(item["steps"], parsed["truncated"])
     if problem:
-        return None, None, f"truncated rewrite {problem}"
+        return None, None, f"{problem} (in the truncated rewrite)"
     full, problem = assemble(full_original, parsed["full"])
     if problem:
-        return truncated, None, f"full rewrite {problem}"
-    problem = (gate(item["steps"], truncated) or gate(full_original, full) or prefix_valid(truncated, full)
-               or label_problem(parsed, target))
+        return truncated, None, f"{problem} (in the full rewrite)"
+    problem = gate(item["steps"], truncated) or gate(full_original, full) or prefix_valid(truncated, full)
+    if problem is None and (unlabelled := label_problem(parsed, target)):
+        problem = f"{NO_USABLE_LABEL}: {unlabelled}"
     return truncated, full, problem
 
 

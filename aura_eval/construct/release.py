@@ -15,7 +15,7 @@ from aura_eval.construct.card import dataset_card
 from aura_eval.construct.common import vote_summary
 from aura_eval.construct.funnel import by_dimension, funnel
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl, write_jsonl
-from aura_eval.vocab import NSP, SP, counterpart_item_id
+from aura_eval.vocab import BY_CONFIG, MALFORMED, NO_USABLE_LABEL, NSP, SP, UNDERSPECIFIED, counterpart_item_id
 from aura_eval.workflow_config import CONSTRUCTION_ROLES
 
 
@@ -56,18 +56,19 @@ def pair_item_row(pair: dict, source: dict, review: dict) -> dict:
 
 
 def exclusion_reason(row: dict, settings: dict) -> str | None:
-    """Why a row is filtered out at release (paper C.3), or None."""
+    """Why a row is filtered out at release (paper C.3), or None; a reason starts with its category
+    (aura_eval.vocab.LOSS_REASONS)."""
     manual = settings.get("exclusions") or {}
     for key in (row["item_id"], row["seed_id"]):
         if key in manual:
-            return f"excluded by the config: {manual[key]}"
+            return f"{BY_CONFIG}: {manual[key]}"
     text = row["instruction"]
     if text is None or not text.strip():
-        return "malformed: no user instruction in the prefix"
+        return f"{MALFORMED}: no user instruction in the prefix"
     if row["steps"][-1]["role"] == "agent":
-        return "malformed: the prefix ends with an agent step"
+        return f"{MALFORMED}: the prefix ends with an agent step"
     if len(text.split()) < settings.get("min_instruction_words", 3):
-        return f"underspecified request: fewer than {settings.get('min_instruction_words', 3)} words"
+        return f"{UNDERSPECIFIED}: fewer than {settings.get('min_instruction_words', 3)} words"
     return None
 
 
@@ -79,7 +80,7 @@ def release_rows(pool: list[dict], pairs: list[dict], pair_reviews: list[dict], 
             candidates.append(pool_row(item))
         else:
             excluded.append({"item_id": item["item_id"], "seed_id": item["seed_id"],
-                             "reason": f"no usable label: {item['classification']['problem']}"})
+                             "reason": f"{NO_USABLE_LABEL}: {item['classification']['problem']}"})
     by_source = {i["item_id"]: i for i in pool}
     kept = {r["item_id"]: r for r in pair_reviews if r["kept"]}
     for pair in pairs:

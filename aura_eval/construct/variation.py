@@ -16,7 +16,7 @@ from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import StageRun, run_stage
 from aura_eval.stages import model_stage
 from aura_eval.construct.tagging import render_steps
-from aura_eval.vocab import FILES, VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
+from aura_eval.vocab import FILES, OVER_CAP, VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
 
 REVIEW_CRITERIA = ("target_changed", "intended_direction", "others_unchanged", "realistic", "agent_steps_fit")
 
@@ -60,7 +60,7 @@ def relevance_row(prefix: dict, result, taxonomy: dict) -> dict:
 
 def candidate_rows(relevance: list[dict], max_per_prefix: int | None) -> list[dict]:
     """One row per relevant (prefix, dimension); beyond the per-prefix cap (a config
-    setting for small runs) a row is kept with selected=false and the reason."""
+    setting for small runs) a row is kept with selected=false and the reason (`over the per-prefix cap`)."""
     rows = []
     for rel in relevance:
         ranked = sorted(rel["relevant"], key=lambda d: hash_rank(item_id(rel["prefix_id"], d["dimension"]), "cap"))
@@ -70,7 +70,7 @@ def candidate_rows(relevance: list[dict], max_per_prefix: int | None) -> list[di
             rows.append({"candidate_id": item_id(rel["prefix_id"], d["dimension"]), "prefix_id": rel["prefix_id"],
                          "seed_id": rel["seed_id"], "dimension": d["dimension"], "grounding": d["grounding"],
                          "grounding_found": d["grounding_found"], "selected": selected,
-                         "skip_reason": None if selected else f"over the cap of {max_per_prefix} per prefix"})
+                         "skip_reason": None if selected else OVER_CAP})
     return rows
 
 

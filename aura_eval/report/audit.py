@@ -1,12 +1,13 @@
 """The audit site (results/audit/): static, offline pages to check any item by hand.
 
-- `index.html`: one compact row per released item and per excluded candidate (the release's
-  exclusions, variations that failed the gate or their review, pairs that failed their checks
-  or the P9 review, each with its reason), the per-run labels packed into a short code string,
-  filtered in the browser (plain JavaScript over the embedded JSON blob) by domain, dimension,
-  pair label, decision point, status, exclusion reason, agent (run), axis label and panel
-  disagreement; the filter lives in the URL fragment (`index.html#agent=X&pair_label=NSP`),
-  so the report's tables link to their rows.
+- `index.html`: one compact row per released item and per excluded candidate (every candidate
+  lost from variation generation on, with the stage and reason that dropped it:
+  aura_eval.construct.funnel.losses, in the words of aura_eval.vocab.LOSS_STAGES and LOSS_REASONS,
+  the same as the construction_losses table and the dataset card), the per-run labels packed into
+  a short code string, filtered in the browser (plain JavaScript over the embedded JSON blob) by
+  domain, dimension, pair label, decision point, status, exclusion stage, exclusion reason, agent
+  (run), axis label and panel disagreement; the filter lives in the URL fragment
+  (`index.html#agent=X&pair_label=NSP`), so the report's tables link to their rows.
 - `items/<item_id>.html`: everything behind one item, from the R-Judge record to the final
   labels; every response with its prompt id and version and its call-log key.
 - `audit.css`: the one stylesheet every page shares.
@@ -19,15 +20,16 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import shutil
 from pathlib import Path
 
 import jinja2
 import markupsafe
 
+from aura_eval.construct.funnel import loss_text, losses
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
-from aura_eval.vocab import ACTION_TYPES, AXES, AXIS_LABELS, DETECTION_LEVELS, parse_run
+from aura_eval.vocab import (ACTION_TYPES, AXES, AXIS_LABELS, DETECTION_LEVELS, LOSS_REASONS, LOSS_STAGES, parse_run,
+                             reason_category, reason_kind)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 CSS = "audit.css"
@@ -38,7 +40,6 @@ SECTIONS = {"source": "Source record", "tag": "P1 step tag", "prefix": "Prefix",
 # S/U; "-" when the panel gave no label) and which of the three had no unanimous vote (a bit mask
 # 0-7: 1 detection, 2 action type, 4 safety); "...." when the run has no row for the item.
 MISSING = "...."
-EXCLUSION_STAGES = ("variation gate", "variation review", "pair checks", "pair review", "release")
 
 
 # -- pieces ---------------------------------------------------------------------------------
@@ -68,38 +69,6 @@ def step_diff(original: list[dict] | None, varied: list[dict] | None, context: i
     return out
 
 
-def reason_kind(reason: str) -> str:
-    """An exclusion reason without its numbers (step indices, counts), for the filter."""
-    return re.sub(r"\d+", "N", reason)
-
-
-def _votes_line(row: dict) -> str:
-    return (f"{row.get('keep_votes', 0)} keep, {row.get('reject_votes', 0)} reject, "
-            f"{row.get('unparseable_votes', 0)} unparseable, {row.get('failed_votes', 0)} failed")
-
-
-def exclusions(excluded, variations, reviews, pairs, pair_reviews) -> dict[str, dict]:
-    """Every candidate that did not reach the dataset: item id -> {stage, reason}; the first
-    stage that dropped it (the gate, the review panel, the pair checks, the P9 panel, release)."""
-    out = {}
-    # (rows, their id field, the check they must pass, its stage, what failing leaves, the review panel)
-    for rows, key, passed, check, nothing, reviewed, review, panel in (
-            (variations, "variation_id", "passed_gate", "variation gate", "no usable rewrite", reviews,
-             "variation review", "review panel"),
-            (pairs, "item_id", "passed_checks", "pair checks", "no usable pair", pair_reviews, "pair review",
-             "P9 panel")):
-        by_id = {r[key]: r for r in reviewed}
-        for row in rows:
-            if not row.get(passed):
-                why = row.get("rejection") or f"{row.get('status')}: {row.get('error') or nothing}"
-                out[row[key]] = {"stage": check, "reason": why}
-            elif row[key] in by_id and not by_id[row[key]]["kept"]:
-                out[row[key]] = {"stage": review, "reason": f"{panel}: {_votes_line(by_id[row[key]])}"}
-    for e in excluded:
-        out.setdefault(e["item_id"], {"stage": "release", "reason": e["reason"]})
-    return out
-
-
 def label_code(row: dict | None) -> str:
     """The four-character code of one run's labels of one item (see MISSING)."""
     if row is None:
@@ -113,22 +82,24 @@ def label_code(row: dict | None) -> str:
 def index_rows(items: list[dict], excluded: dict[str, dict], facts: dict[str, dict], runs: list[str],
                codes: dict[str, dict[str, str]]) -> list[list]:
     """One row per released item and excluded candidate: [id, domain, dimension, pair label,
-    decision point, stage or None, reason or None, the runs' codes joined]."""
+    decision point, stage (a LOSS_STAGES key) or None, reason as the tables count it (reason_kind)
+    or None, the runs' codes joined, the loss as the row shows it (loss_text) or None]."""
     rows = []
     for item in items:
         rows.append([item["item_id"], item["domain"], item["dimension"], item["pair_label"], item["decision_point"],
-                     None, None, "".join(codes.get(item["item_id"], {}).get(r, MISSING) for r in runs)])
-    for iid, why in sorted(excluded.items()):
+                     None, None, "".join(codes.get(item["item_id"], {}).get(r, MISSING) for r in runs), None])
+    for iid, loss in sorted(excluded.items()):
         f = facts.get(iid, {})
         rows.append([iid, f.get("domain"), f.get("dimension"), f.get("pair_label"), f.get("decision_point"),
-                     why["stage"], why["reason"], "".join(codes.get(iid, {}).get(r, MISSING) for r in runs)])
+                     loss["stage"], reason_kind(loss["reason"]),
+                     "".join(codes.get(iid, {}).get(r, MISSING) for r in runs), loss_text(loss)])
     return sorted(rows, key=lambda r: r[0])
 
 
 def counts(rows: list[list], **where) -> int:
     """Rows matching the filters (column name -> value), as the index's own filter counts them
-    (for the facts columns; the browser adds the run filters)."""
-    cols = {"domain": 1, "dimension": 2, "pair_label": 3, "decision_point": 4, "stage": 5}
+    (for the facts and loss columns; the browser adds the run filters)."""
+    cols = {"domain": 1, "dimension": 2, "pair_label": 3, "decision_point": 4, "stage": 5, "reason": 6}
     return sum(all(r[cols[k]] == v for k, v in where.items()) for r in rows)
 
 
@@ -155,7 +126,11 @@ def _blob(data) -> str:
 
 def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None) -> str:
     options = {"axis": list(AXES), "labels": {a: list(AXIS_LABELS[a]) for a in AXES}}
-    data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [],
+    kinds = sorted({r[6] for r in rows if r[6] is not None})
+    # the stages in flow order with their titles; each reason's category meaning, the filter's hint
+    losses = {"stages": {key: stage.title for key, stage in LOSS_STAGES.items()},
+              "meanings": {kind: LOSS_REASONS.get(reason_category(kind), "") for kind in kinds}}
+    data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [], "losses": losses,
             "codes": {"detection": [x[-1] for x in DETECTION_LEVELS], "action_type": [x[-1] for x in ACTION_TYPES]}}
     return _env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS)
 
@@ -214,7 +189,7 @@ def build(inputs: dict, out_dir) -> dict:
                                                                                                "item_id")
     pair_of_source = {p["source_item_id"]: p for p in one["pairs"]}
     items = one["dataset"]
-    excluded = exclusions(one["excluded"], one["variations"], one["reviews"], one["pairs"], one["pair_reviews"])
+    excluded = losses(one["variations"], one["reviews"], one["pairs"], one["pair_reviews"], one["excluded"])
     released = {i["item_id"] for i in items}
     for iid in released:
         excluded.pop(iid, None)
@@ -366,6 +341,8 @@ def _item_context(iid, item, exclusion, facts, seeds, tags, prefixes, variations
     def keyed(scope, unit, row):
         return calls.key(scope, unit, row)
 
+    if exclusion is not None:
+        exclusion = {**exclusion, "title": LOSS_STAGES[exclusion["stage"]].title}
     return {"item_id": iid, "item": item, "exclusion": exclusion, "facts": facts, "seed": seed, "tag": tag,
             "tag_key": keyed("tag_steps", seed_id, tag), "prefix": prefix, "steps": steps,
             "is_original": facts.get("dimension") == "original" and iid not in pairs,

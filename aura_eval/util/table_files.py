@@ -19,7 +19,7 @@ import pandas as pd
 
 from aura_eval.util import cells
 from aura_eval.util.jsonl import atomic_write_text
-from aura_eval.vocab import TABLES, builder_of
+from aura_eval.vocab import LOSS_STAGES, TABLES, builder_of
 
 # -- display headers: CSV column (or triple) name -> what the reader sees -------------------------
 # A triple `<name>_pct/_k/_n` is looked up under `<name>`; an interval `difference/low/high` under
@@ -88,6 +88,9 @@ TABLE_HEADERS = {
     "table37_top_unsafe": {"of_unsafe": "% of unsafe outcomes"},
     "seed_composition": {"unsafe": "Unsafe", "safe": "Safe"},
     "evaluation_summary": {"unsafe": "Unsafe"},
+    # each count per dimension under the funnel's name for it (construction_funnel's rows)
+    "variations_by_dimension": {s.column: s.passed[:1].upper() + s.passed[1:] for s in LOSS_STAGES.values()
+                                if s.column},
 }
 ITEM_COLUMNS = ("item_id", "source_item_id")  # cells naming a dataset item or candidate (aura_eval.report.audit pages)
 # Columns whose cells are model (or judge) names: shown whole, never broken across lines.
@@ -328,7 +331,8 @@ def build(name: str, inputs: dict, outputs: dict, settings: dict) -> str:
 
     A builder returns a DataFrame (its CSV and its Markdown rendering), the text of a
     Markdown-only table, or (DataFrame, text) for a table whose Markdown shows more than a grid
-    (a worked example): the CSV holds the frame, the Markdown the text."""
+    (a worked example) or other words than its CSV's keys (construction_losses' stage titles): the
+    CSV holds the frame, the Markdown the text."""
     with cells.recording() as members:
         table = builder_of(name)(inputs, settings)
     if "cells" in outputs:
