@@ -50,7 +50,9 @@ class StageRun:
 
     def __init__(self, stage: str, llm: dict, calls_path, threads: int | None = None, progress: bool = True):
         # The client is imported here, once for the whole package; it loads litellm (seconds)
-        # only when a request needs it, so a job of simulated models never does.
+        # only when a request needs it, so a job of simulated models never does. The simulator
+        # registers itself as the `aura_sim` responder on import, so every job can answer it.
+        import aura_eval.simulator  # noqa: F401
         from aura_eval.llm import local
         from aura_eval.llm.client import ModelClient
 

@@ -3,7 +3,7 @@
 The schema (schemas/config.schema.yaml) checks types and required keys and holds every default
 that is a constant; `fill_defaults` fills those that depend on other keys (DEPENDENT_DEFAULTS);
 `check_config` checks what a schema cannot: that every role and agent names a defined model, that only
-OpenAI and Anthropic models ask for `batch: true`, every action-only and calibration agent a
+the batch providers' models (OpenAI, Anthropic: `llm.providers`) ask for `batch: true`, every action-only and calibration agent a
 defined agent, and that no sample needs more annotators than there are; `check_keys` that
 the key variable of every model in use is set. All run before the first job.
 """
@@ -16,19 +16,14 @@ from pathlib import Path
 
 import yaml
 
+from aura_eval.llm.providers import BATCH_PROVIDERS, KEYLESS_PROVIDERS, default_key_variable, is_simulated, provider_of
+
 SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 
 ROLES = ("tagger", "judges", "validation_judges", "replacement_judge", "relevance", "generator", "reviewers",
          "classifier", "pair_generator", "pair_reviewers")
 CONSTRUCTION_ROLES = ("relevance", "generator", "reviewers", "classifier", "pair_generator", "pair_reviewers")
 
-
-# The variable litellm reads a provider's key from, where a model entry names none.
-PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
-                 "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
-                 "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
-KEYLESS_PROVIDERS = ("aura_local",)  # the embedded model
-BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 
 
 class ConfigError(ValueError):
@@ -192,8 +187,7 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"config: role {role!r} names model {name!r}, which is not under 'models' "
                                   f"(defined: {', '.join(sorted(models))})")
     for name, spec in models.items():
-        provider = spec.get("model", "").split("/", 1)[0]
-        if spec.get("batch") and provider not in BATCH_PROVIDERS:
+        if spec.get("batch") and provider_of(spec.get("model", "")) not in BATCH_PROVIDERS:
             raise ConfigError(f"config: model {name!r} ({spec.get('model')}) has batch: true, but only "
                               f"{', '.join(p + '/...' for p in BATCH_PROVIDERS)} models have a batch API here")
     for agent, spec in (config.get("agents") or {}).items():
@@ -213,7 +207,7 @@ def check_config(config: dict) -> None:
         raise ConfigError(f"config: validation.annotators_per_sample is {per_sample}, but validation.annotators "
                           f"names only {len(annotators)} annotator(s)")
     if validation.get("simulated_annotators"):
-        real = [name for name in used_models(config) if not models[name]["model"].startswith("aura_sim/")]
+        real = [name for name in used_models(config) if not is_simulated(models[name]["model"])]
         if real:
             raise ConfigError(f"config: validation.simulated_annotators is allowed only in a simulated run, but "
                               f"model(s) {', '.join(real)} are not aura_sim (simulated labels never stand in "
@@ -240,12 +234,11 @@ def used_models(config: dict) -> list[str]:
 def key_variable(spec: dict) -> str | None:
     """The environment variable a model entry's calls need, or None (embedded model, litellm's
     canned answers, or a self-hosted endpoint that names no key variable)."""
-    provider = spec["model"].split("/", 1)[0] if "/" in spec["model"] else "openai"
-    if provider in KEYLESS_PROVIDERS or "mock_response" in (spec.get("params") or {}):
+    if provider_of(spec["model"]) in KEYLESS_PROVIDERS or "mock_response" in (spec.get("params") or {}):
         return None
     if spec.get("api_key_env"):
         return spec["api_key_env"]
-    return None if spec.get("api_base") else PROVIDER_KEYS.get(provider)
+    return None if spec.get("api_base") else default_key_variable(spec["model"])
 
 
 def missing_keys(config: dict, environ) -> list[str]:

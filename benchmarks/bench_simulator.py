@@ -45,6 +45,7 @@ def judge_requests(n: int):
 
 
 def main():
+    import aura_eval.simulator  # noqa: F401  (registers the aura_sim responder)
     from aura_eval.llm.client import ModelClient, litellm_module
 
     report = {"calls": N_CALLS,

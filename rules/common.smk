@@ -10,6 +10,7 @@ from aura_eval import jobs, stages, vocab, workflow_config
 from aura_eval.llm import ratelimit
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
+from aura_eval.llm.providers import is_simulated
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheLocationError, check_cache_location
@@ -141,7 +142,7 @@ def run_agent_entry(wildcards):
 
 def simulated_run():
     """Whether a model this run uses is the simulator (its report then says so on every page)."""
-    return any(config["models"][name]["model"].startswith("aura_sim/") for name in used_models(config))
+    return any(is_simulated(config["models"][name]["model"]) for name in used_models(config))
 
 
 def run_output_format(wildcards):

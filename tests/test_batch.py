@@ -383,3 +383,19 @@ def test_the_budget_covers_batch_requests(batch_stub, settings):
     with sqlite3.connect(settings["cache"]) as db:
         count, total, settled = db.execute("SELECT COUNT(*), SUM(cost_usd), SUM(settled) FROM spend").fetchone()
     assert (count, settled) == (2, 2) and total == pytest.approx(2 * HALF_PRICE)
+
+
+def test_batch_knows_every_batch_provider_and_uses_the_client_by_its_public_interface():
+    import ast
+    from pathlib import Path
+
+    from aura_eval.llm import batch, providers
+
+    assert sorted(batch.ADAPTERS) == sorted(providers.BATCH_PROVIDERS)
+    assert all(adapter.provider == name for name, adapter in batch.ADAPTERS.items())
+    tree = ast.parse(Path(batch.__file__).read_text(encoding="utf-8"))
+    private = sorted({node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                      and node.attr.startswith("_") and not node.attr.startswith("__")
+                      and (isinstance(node.value, ast.Name) and node.value.id == "c"
+                           or isinstance(node.value, ast.Attribute) and node.value.attr == "client")})
+    assert private == []

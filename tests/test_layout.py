@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
-# The flow: shared vocabulary and helpers, the model module, then the stages in the order
-# their files flow, then the tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "util", "util.jsonl", "util.stats", "util.cells", "util.sampling", "workflow_config", "util.table_files",
-        "util.prompts", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local", "simulator",
-        "simulator.planted", "llm.batch", "llm.client", "llm", "panel", "stage", "stages", "jobs",
+# The flow: shared vocabulary and helpers, the model module, the simulator (which registers
+# itself with the model module), the spine, then the stages in the order their files flow, then the
+# tables, figures and report. A module may import only earlier ones.
+FLOW = ["vocab", "util", "util.jsonl", "util.stats", "util.cells", "util.sampling", "llm.providers", "workflow_config",
+        "util.table_files", "util.prompts", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
+        "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
+        "stages", "jobs",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.card", "construct.release",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
@@ -57,9 +59,20 @@ def test_no_import_runs_backwards(module):
     assert later == [], f"aura_eval.{module} imports later module(s) {later}"
 
 
+def test_the_model_module_imports_nothing_of_the_workflow():
+    """llm/ imports only itself and the shared helpers (util): the workflow registers what it
+    adds (the simulator's responder), so the model module never names it."""
+    def inside(name, package):
+        return name == package or name.startswith(package + ".")
+
+    outside = {module: sorted(name for name in _imports(path) if not inside(name, "llm") and not inside(name, "util"))
+               for module, path in MODULES.items() if inside(module, "llm")}
+    assert {module: names for module, names in outside.items() if names} == {}
+
+
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.types", "llm.pricing", "llm.budget", "llm.ratelimit", "llm.local",
-               "simulator.planted", "llm.batch", "llm.client", "stage", "construct.seeds", "construct.tagging",
+    modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
+               "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
                "construct.variation", "construct.pairing", "construct.release", "evaluate.action_only", "evaluate.rollout",
                "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from aura_eval.llm import CacheMissError, Endpoint, Request
+import aura_eval.simulator  # noqa: F401  (registers the aura_sim responder, as the stage runner does)
+from aura_eval.llm import CacheMissError, Endpoint, Request, providers
 from aura_eval.llm.client import ModelClient
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.util.prompts import Prompt
@@ -241,8 +242,8 @@ def test_provenance_is_stored_at_the_first_call_and_read_back_on_a_hit(stub, llm
 def test_a_cache_row_without_provenance_still_answers(stub, llm_settings):
     (req,) = make_requests(stub, 1)
     client = ModelClient(llm_settings, "t", progress=False)
-    key = cache_key(client._describe(req))
-    client.cache.put(key, client._describe(req), {"content": '{"answer": "old"}', "tokens_in": 3, "tokens_out": 1,
+    key = cache_key(client.describe(req))
+    client.cache.put(key, client.describe(req), {"content": '{"answer": "old"}', "tokens_in": 3, "tokens_out": 1,
                                                   "cost_usd": None, "latency_s": 0.5})
     (hit,) = client.run([req])
     assert hit.cache_hit and hit.parsed == {"answer": "old"} and len(stub.state.requests) == 0
@@ -271,3 +272,30 @@ def test_simulated_calls_carry_only_what_every_run_shares(llm_settings):
     assert result.call["params"] == {"temperature": 0.0} and result.call["called_at"] is None
     assert result.call["first_latency_s"] is None and result.call["litellm_version"] is None
     assert client.calls[0]["prompt"] == "judge_action_safety" and client.calls[0]["response_id"] is None
+
+
+def test_an_unregistered_responder_provider_fails_naming_it(llm_settings, monkeypatch):
+    monkeypatch.setattr(providers, "_responders", {})
+    req = Request(item_id="a", endpoint=Endpoint(name="j", model="aura_sim/judge"), prompt_id="judge_action_safety",
+                  messages=[{"role": "user", "content": "x"}], prompt_version=1, role="judge", schema=None)
+    with pytest.raises(providers.NoResponderError, match=r"provider 'aura_sim' \(model 'aura_sim/judge'\).*"
+                                                         r"import aura_eval.simulator"):
+        ModelClient(llm_settings, "t", progress=False).run([req])
+    with pytest.raises(ValueError, match="not a responder provider"):
+        providers.register_responder("openai", lambda settings: lambda request: "{}")
+
+
+def test_a_registered_responder_answers_with_its_settings_made_once(llm_settings, monkeypatch):
+    made = []
+
+    def responder_for(settings):
+        made.append(settings["cache"])
+        return lambda request: f'{{"answer": "{request.item_id}"}}'
+
+    monkeypatch.setattr(providers, "_responders", {})
+    providers.register_responder(providers.SIM_PROVIDER, responder_for)
+    requests = make_requests(None, 3, model="aura_sim/any")
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(requests) + client.run(requests[:1])
+    assert [r.parsed for r in results] == [{"answer": f"item-{i:02d}"} for i in (0, 1, 2, 0)]
+    assert made == [llm_settings["cache"]] and not any(r.cache_hit for r in results) and len(client.cache) == 0

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze.forecast import forecast
+from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import iter_jsonl, read_jsonl
 from aura_eval.util.table_files import explain
 from aura_eval.stages import call_groups
@@ -193,7 +194,7 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
             role_rows.append(f"| {role} | {name} | `{models[name]['model']}` | {models[name].get('vendor') or '—'} | "
                              f"`{json.dumps(models[name].get('params', {}), sort_keys=True)}` |")
     warnings = [f"**Warning — {problem}.**" for problem in empty_stages(calls)]
-    simulated = sorted(name for name, spec in models.items() if spec["model"].startswith("aura_sim/"))
+    simulated = sorted(name for name, spec in models.items() if is_simulated(spec["model"]))
     if simulated:
         warnings.insert(0, f"**SIMULATION: {len(simulated)} of the {len(models)} models of this run are the "
                            f"planted-truth simulator `aura_sim`; their numbers come from planted parameters "

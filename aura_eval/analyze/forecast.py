@@ -36,7 +36,7 @@ from aura_eval import jobs, stages
 from aura_eval.construct.funnel import PAPER_FUNNEL
 from aura_eval.construct.seeds import load_seeds, stratified_subset
 from aura_eval.construct.tagging import render_steps
-from aura_eval.llm import pricing, ratelimit
+from aura_eval.llm import pricing, providers, ratelimit
 from aura_eval.llm.types import endpoint_from
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
@@ -276,7 +276,7 @@ def wall_time(rows: list[dict], limits: dict) -> dict:
     for r in rows:
         if r["batch"]:
             continue
-        key = ratelimit.limit_key(r["model"], limits) or ratelimit.provider_of(r["model"])  # as the jobs pace
+        key = ratelimit.limit_key(r["model"], limits) or providers.provider_of(r["model"])  # as the jobs pace
         b = buckets.setdefault(key, {"bucket": key, "calls": 0, "tokens": 0})
         b["calls"] += r["calls"]
         b["tokens"] += r["tokens_in"] + r["tokens_out"]

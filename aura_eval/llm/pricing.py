@@ -14,8 +14,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-# Providers that run in this process: free.
-IN_PROCESS = ("aura_local", "aura_sim")
+from aura_eval.llm.providers import IN_PROCESS_PROVIDERS, provider_of
+
 COST_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
@@ -44,8 +44,7 @@ def map_entry(model: str) -> dict | None:
 
 def per_token(model: str, price: dict | None = None, batch: bool = False) -> tuple[float, float, str] | None:
     """(USD per input token, USD per output token, where the price comes from), or None: unpriced."""
-    provider = model.split("/", 1)[0] if "/" in model else ""
-    if provider in IN_PROCESS:
+    if provider_of(model) in IN_PROCESS_PROVIDERS:  # free
         return 0.0, 0.0, "in-process"
     entry = map_entry(model)
     if entry and entry.get("input_cost_per_token") is not None and entry.get("output_cost_per_token") is not None:

@@ -19,17 +19,13 @@ import re
 import time
 from pathlib import Path
 
+from aura_eval.llm.providers import LOCAL_PROVIDER, SIM_PROVIDER, provider_of
+
 KINDS = ("rpm", "tpm")
 # Threads of a job whose models are all behind a network: none reserved, it waits on the network
 # (Snakemake 9 accepts `threads: 0`); `NETWORK_JOBS` caps how many such jobs run at once.
 NETWORK_JOBS = "network_model_jobs"
 PACING = "rate_limits_paced"  # the string resource naming the whole limits a job paces to (pacing_resource)
-LOCAL_PROVIDER, SIM_PROVIDER = "aura_local", "aura_sim"  # the embedded llama.cpp model; the simulator
-
-
-def provider_of(model: str) -> str:
-    """A litellm model string's provider (`openai/gpt-5.4` -> `openai`), as Endpoint.provider."""
-    return model.split("/", 1)[0] if "/" in model else "default"
 
 
 def resource_name(kind: str, key: str) -> str:

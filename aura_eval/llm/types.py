@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 
 import jsonschema
 
+from aura_eval.llm.providers import provider_of
+
 # Sampling parameters an endpoint may set; all of them enter the cache key.
 SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty",
                    "frequency_penalty", "reasoning_effort",
@@ -51,7 +53,8 @@ class Endpoint:
 
     @property
     def provider(self) -> str:
-        return self.model.split("/", 1)[0] if "/" in self.model else "default"
+        """The model string's provider (`providers.provider_of`)."""
+        return provider_of(self.model)
 
 
 def endpoint_from(name: str, spec: dict) -> Endpoint:

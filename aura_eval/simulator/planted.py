@@ -24,6 +24,8 @@ so a rerun gives the same bytes. What it draws follows the planted parameters in
 Agents learn their item's pair label and dimension from `Request.facts` (set by the
 rollout stage, never sent to a real provider): the simulator's only side channel.
 Simulated answers are not cached: recomputing one costs less than looking it up.
+The model client answers `aura_sim/` requests with `responder(llm_settings)`, which
+`aura_eval.simulator` registers on import (`llm.providers.register_responder`).
 This module imports no litellm; `register()` makes the same answers callable through it.
 """
 
@@ -34,9 +36,10 @@ import hashlib
 import json
 import re
 
+from aura_eval.llm.providers import SIM_PROVIDER
 from aura_eval.vocab import ACTION_TYPES, AWARE, DETECTION_LEVELS, NSP, REFUSAL, SP, VARIED_DIMENSIONS
 
-PROVIDER = "aura_sim"
+PROVIDER = SIM_PROVIDER
 
 # Planted parameters (config: llm.simulation, merged over these). Rates are probabilities.
 DEFAULTS = {
@@ -436,6 +439,14 @@ def respond(request, settings: dict | None = None, params: dict | None = None) -
     if request.prompt_id in JUDGE_AXES:
         return _judge_answer(params, request, name)
     return _construction_answer(params, request, request.item_id)
+
+
+def responder(llm_settings: dict):
+    """The simulator's answer function for one model job (what `aura_eval.simulator` registers
+    for `aura_sim`): checks the planted parameters of `llm_settings["simulation"]` once, here
+    (SimulationConfigError names a bad one), and returns `respond(request)` drawing from them."""
+    params = planted(llm_settings.get("simulation"))
+    return lambda request: respond(request, params=params)
 
 
 def register(litellm) -> None:

@@ -19,6 +19,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from aura_eval.llm.providers import is_simulated
+
 FIELDS = ("model", "api_base", "params", "response_format", "sample", "messages", "facts")
 MAX_MESSAGE_LINES = 6  # changed lines shown per message
 WIDTH = 100  # characters of a changed line shown, around its first difference
@@ -221,8 +223,7 @@ def explain(cache_path, query: str, stage: str | None = None, results="results")
             out.append(f"{row.get('stage')}  item {row.get('item_id')}  endpoint {row.get('endpoint')}  "
                        f"sample {row.get('sample')}  prompt {row.get('prompt')} v{row.get('prompt_version')}  "
                        f"key {key16}")
-            simulated = str(row.get("model", "")).startswith("aura_sim/")
-            if simulated:
+            if is_simulated(str(row.get("model", ""))):
                 out.append("  call log: simulated in-process (aura_sim answers are never cached)")
                 continue
             if row.get("status") == "failed":

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import yaml
 
+from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
 from aura_eval.workflow_config import with_schema_defaults
 
@@ -89,13 +90,13 @@ def _cache_copy(source: Path, target: Path) -> int:
 
 def _simulated(config: dict) -> list[str]:
     return sorted(name for name, entry in (config.get("models") or {}).items()
-                  if str(entry.get("model", "")).startswith("aura_sim/"))
+                  if is_simulated(str(entry.get("model", ""))))
 
 
 def terms_note(config: dict, licence_files: list[str]) -> str:
     simulated = _simulated(config)
     providers = sorted({str(e.get("model", "")).split("/", 1)[0] for e in (config.get("models") or {}).values()
-                        if not str(e.get("model", "")).startswith("aura_sim/")})
+                        if not is_simulated(str(e.get("model", "")))})
     if any("LICEN" in f.upper() for f in licence_files):
         licence = f"its licence and source notes are shipped as {', '.join(licence_files)}."
     else:
