@@ -3,7 +3,7 @@
 Timeouts, retries, backoff, waits, concurrency, the failure share, batch polling, the budget, the
 rate limits and how jobs share them, the cache's file-system check, and in a model entry `batch`,
 `price` and `api_key_env`: none of them changes what a model answers, so none may rerun a job. They
-reach a job the way the rate limits do, as a string resource (`call_settings`, compact JSON), never
+reach a job the way the rate limits do, as a string resource (`call_settings`, JSON in base64), never
 as a param: Snakemake reruns a job when a param changes, never when a resource does. What does change
 answers (the model, its sampling parameters, the prompt, `llm.replay`, `llm.cache`, the simulator's
 planted parameters) stays in the rules' params.
@@ -15,6 +15,7 @@ entry's batch, price and key variable. Nothing here imports litellm.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -58,12 +59,17 @@ class CallSettings:
                    models={name: facts for name, facts in sorted(models.items()) if facts})
 
     def resource(self) -> str:
-        """The job resource: compact JSON with sorted keys (one string per config, whatever its order)."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
+        """The job resource: JSON with sorted keys (one string per config, whatever its order), in
+        URL-safe base64, so that no comma, quote or space reaches Snakemake's resource syntax (a dry
+        run's listing, an executor's command line); each job's log shows it decoded (`shown`)."""
+        text = json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")  # no `=` in `name=value`
 
     @classmethod
     def from_resource(cls, text: str | None) -> CallSettings:
-        return cls(**json.loads(text)) if text else cls()
+        if not text:
+            return cls()
+        return cls(**json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))))
 
     def concurrency_of(self, provider: str) -> int:
         return int(self.concurrency.get(provider, self.concurrency.get("default", DEFAULT_CONCURRENCY)))
