@@ -5,7 +5,7 @@ PyYAML, so the Snakefile, planning and analysis can import it cheaply.
 - the R-Judge domains and step roles, the decision points, the dimensions (read from
   prompts/taxonomy.yaml, their source), No-Safe-Path / Safe-Path, the three judge axes and
   their labels, the rollout formats;
-- the id grammar: seed, prefix, item, pair and run names;
+- the id grammar: seed, prefix, item, pair and run names, and the names a config gives (NAME_PATTERN);
 - the construction losses: the stages at which a candidate can be lost and the reason categories,
   each with the text a reader sees;
 - the registries of tables and figures: each names the files it reads; the rules make one
@@ -126,6 +126,43 @@ def parse_run(run: str) -> tuple[str, str]:
     """(agent, format) of a run name."""
     suffix = RUN_SEPARATOR + ACTION_ONLY
     return (run[: -len(suffix)], ACTION_ONLY) if run.endswith(suffix) else (run, REACT)
+
+
+# -- names a config gives (models, agents, annotators) --------------------------------------------------
+# A name becomes a file name, a wildcard value and part of a run id, so it is a letter or digit, then up
+# to 99 letters, digits, `_`, `.` or `-` (no `/`, space or newline), and it never ends in a suffix the run
+# ids add: agent `x.action_only` would be agent x's action-only run. schemas/config.schema.yaml repeats
+# the pattern (`$defs.name`; a test holds them equal); workflow_config.check_config says what is wrong.
+_NAME_FIRST, _NAME_REST, NAME_MAX = "A-Za-z0-9", "A-Za-z0-9_.-", 100
+NAME_PATTERN = f"^[{_NAME_FIRST}][{_NAME_REST}]{{0,{NAME_MAX - 1}}}$"
+RUN_SUFFIXES = (RUN_SEPARATOR + ACTION_ONLY,)
+
+
+def name_problem(name) -> str | None:
+    """What keeps `name` from naming a model, agent or annotator (a phrase: `contains '/'`), or None.
+    The whole string must match NAME_PATTERN (a trailing newline too, which Python's `$` lets by)."""
+    if not isinstance(name, str):
+        return f"is a {type(name).__name__}, not a string"
+    if not name:
+        return "is empty"
+    bad = sorted(set(re.findall(f"[^{_NAME_REST}]", name)))
+    if bad:
+        return f"contains {', '.join(map(repr, bad))}"
+    if not re.match(f"[{_NAME_FIRST}]", name):
+        return f"starts with {name[0]!r}"
+    if len(name) > NAME_MAX:
+        return f"has {len(name)} characters"
+    suffix = next((s for s in RUN_SUFFIXES if name.endswith(s)), None)
+    if suffix:
+        agent = name[:-len(suffix)]
+        return f"ends in {suffix!r}, a run id's suffix ({name!r} is the {ACTION_ONLY} run of agent {agent!r})"
+    if not re.fullmatch(NAME_PATTERN, name):  # not reached: the phrases above cover every way to miss it
+        return f"does not match {NAME_PATTERN}"
+    return None
+
+
+NAME_RULE = (f"a name is a letter or digit, then at most {NAME_MAX - 1} letters, digits, '_', '.' or '-' "
+             f"({NAME_PATTERN}), not ending in {', '.join(map(repr, RUN_SUFFIXES))}: it names files and run ids")
 
 
 def hash_rank(text: str, salt: str = "") -> str:

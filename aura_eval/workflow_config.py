@@ -2,9 +2,10 @@
 
 The schema (schemas/config.schema.yaml) checks types and required keys and holds every default
 that is a constant; `fill_defaults` fills those that depend on other keys (DEPENDENT_DEFAULTS);
-`check_config` checks what a schema cannot: that every role and agent names a defined model, that only
-the batch providers' models (OpenAI, Anthropic: `llm.providers`) ask for `batch: true`, every action-only and calibration agent a
-defined agent, and that no sample needs more annotators than there are; `check_keys` that
+`check_config` checks what a schema cannot: that every name can name files and run ids (the schema
+holds its pattern; this says what is wrong with a name), that every role and agent names a defined
+model, that only the batch providers' models (OpenAI, Anthropic: `llm.providers`) ask for `batch: true`, every action-only and calibration
+agent a defined agent, and that no sample needs more annotators than there are; `check_keys` that
 the key variable of every model in use is set. All run before the first job.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from aura_eval.llm.providers import BATCH_PROVIDERS, KEYLESS_PROVIDERS, default_key_variable, is_simulated, provider_of
+from aura_eval.vocab import NAME_RULE, name_problem
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 
@@ -172,10 +174,42 @@ def canonical(value):
     return value
 
 
+def _named(config: dict):
+    """(key path, name) of every name the config gives or refers to: the models and agents it defines
+    (`models`, `agents`: the path is the mapping's), the role members, the action-only and calibration
+    agents, the annotators. Tolerates values of the wrong type (the schema has refused them)."""
+    for section in ("models", "agents"):
+        if isinstance(config.get(section), dict):
+            yield from ((section, name) for name in config[section])
+    lists = [(f"roles.{role}", names) for role, names in (config.get("roles") or {}).items()]
+    lists += [("action_only.agents", (config.get("action_only") or {}).get("agents")),
+              ("reliability.calibration_agents", (config.get("reliability") or {}).get("calibration_agents")),
+              ("validation.annotators", (config.get("validation") or {}).get("annotators"))]
+    for path, names in lists:
+        if isinstance(names, list):
+            yield from ((f"{path}[{i}]", name) for i, name in enumerate(names))
+        elif names is not None:
+            yield path, names
+
+
+def check_names(config: dict) -> None:
+    """Raise ConfigError naming the key path and the name when a model, agent, role member or annotator
+    name cannot name files and run ids (vocab.NAME_PATTERN; no run-id suffix such as `.action_only`).
+    The schema holds the same pattern; this says what is wrong, and catches a trailing newline, which
+    the pattern's `$` lets by under Python's regular expressions."""
+    for path, name in _named(config):
+        problem = name_problem(name)
+        if problem:
+            what = "defines the name" if path in ("models", "agents") else "is"
+            raise ConfigError(f"config: {path} {what} {name!r}, which {problem}; {NAME_RULE}")
+
+
 def check_config(config: dict) -> None:
-    """Raise ConfigError naming the role, agent or model when a reference is undefined, when
+    """Raise ConfigError naming the key path and the name when a name cannot name files (check_names),
+    naming the role, agent or model when a reference is undefined, when
     validation.annotators_per_sample exceeds the number of annotators, or when simulated
     annotators are asked for in a run with a model that is not simulated."""
+    check_names(config)
     models = config.get("models") or {}
     unknown_roles = sorted(set(config.get("roles") or {}) - set(ROLES))
     if unknown_roles:

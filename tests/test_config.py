@@ -3,11 +3,14 @@ that depend on other keys), references to undefined models or roles, canonical p
 config/README.md's table of keys."""
 
 import copy
+import re
 
 import pytest
 import yaml
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from aura_eval import vocab
 from aura_eval.tools import config_doc
 from aura_eval.workflow_config import (DEPENDENT_DEFAULTS, SCHEMA, ConfigError, canonical, check_config, fill_defaults,
                                        load_schema, missing_keys, with_schema_defaults)
@@ -305,3 +308,114 @@ def test_key_variables_of_models_in_use():
     assert missing_keys(config, {}) == [
         "model 'smollm2' (anthropic/claude-opus-4-6) needs ANTHROPIC_API_KEY, which is not set"]
     assert missing_keys(config, {"ANTHROPIC_API_KEY": "x"}) == []
+
+
+# -- names and bounds checked at start ------------------------------------------------------------------
+
+def _refused(config) -> str:
+    """The message that stops `config`, checked as rules/common.smk does (the schema, then fill_defaults,
+    then check_config; where the schema refuses, check_config's message stands in for it)."""
+    config = copy.deepcopy(config)
+    try:
+        try:
+            validate(config, str(SCHEMA), set_default=True)
+        except WorkflowError:
+            check_config(config)
+            raise
+        fill_defaults(config)
+        check_config(config)
+    except (ConfigError, WorkflowError) as err:
+        return str(err)
+    raise AssertionError("the config was accepted")
+
+
+def test_the_schema_s_name_pattern_is_vocab_s():
+    schema = load_schema()
+    assert schema["$defs"]["name"]["pattern"] == vocab.NAME_PATTERN == "^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
+    refs = {"$ref": "#/$defs/name"}
+    assert schema["properties"]["models"]["propertyNames"] == schema["properties"]["agents"]["propertyNames"] == refs
+    assert schema["properties"]["validation"]["properties"]["annotators"]["items"] == refs
+    assert vocab.RUN_SUFFIXES == (vocab.RUN_SEPARATOR + vocab.ACTION_ONLY,)
+    for name in ("gpt-5.4", "a", "x" * 100, "llama_3.1-8b", "smollm2-135m"):
+        assert vocab.name_problem(name) is None and re.fullmatch(vocab.NAME_PATTERN, name)
+    for name in ("../j", "x" * 101, "my model", "j\n", "-j", ".j", "x.action_only", ""):
+        assert vocab.name_problem(name) and not (re.fullmatch(vocab.NAME_PATTERN, name)
+                                                 and not name.endswith(".action_only"))
+
+
+def _with_model(name):
+    config = copy.deepcopy(DEFAULT)
+    config["models"][name] = copy.deepcopy(config["models"]["smollm2-judge-1"])
+    return config
+
+
+def _with_judge(name):
+    config = _with_model(name)
+    config["roles"]["judges"] = [*config["roles"]["judges"][:2], name]
+    return config
+
+
+def _with_agent(name):
+    config = copy.deepcopy(DEFAULT)
+    config["agents"][name] = copy.deepcopy(config["agents"]["smollm2-135m"])
+    return config
+
+
+def _with_annotator(name):
+    config = copy.deepcopy(DEFAULT)
+    config["validation"]["annotators"] = [*config["validation"]["annotators"], name]
+    return config
+
+
+LONG = "m" * 300
+
+
+@pytest.mark.parametrize("config, expected", [
+    (_with_judge("../j"), "config: models defines the name '../j', which contains '/'"),
+    (_with_model(LONG), f"config: models defines the name '{LONG}', which has 300 characters"),
+    (_with_model("my model"), "config: models defines the name 'my model', which contains ' '"),
+    (_with_agent("x.action_only"), "config: agents defines the name 'x.action_only', which ends in '.action_only', "
+                                   "a run id's suffix ('x.action_only' is the action_only run of agent 'x')"),
+    (_with_agent("agent/1"), "config: agents defines the name 'agent/1', which contains '/'"),
+    (_with_annotator("ann 7"), "config: validation.annotators[3] is 'ann 7', which contains ' '"),
+    (_with_annotator("ann-7\n"), r"config: validation.annotators[3] is 'ann-7\n', which contains '\n'"),
+])
+def test_a_name_that_cannot_name_files_is_refused_with_its_key_path(config, expected):
+    message = _refused(config)
+    assert message.startswith(expected), message
+    assert vocab.NAME_PATTERN in message
+
+
+def test_a_role_member_with_a_bad_name_is_refused_with_its_key_path():
+    config = copy.deepcopy(DEFAULT)
+    config["roles"]["judges"][1] = "../j"  # undefined too: the name is what is said
+    assert _refused(config).startswith("config: roles.judges[1] is '../j', which contains '/'")
+    config = copy.deepcopy(DEFAULT)
+    config["roles"]["tagger"] = "smollm2 judge"
+    assert _refused(config).startswith("config: roles.tagger is 'smollm2 judge', which contains ' '")
+    config = copy.deepcopy(DEFAULT)
+    config["reliability"]["calibration_agents"] = ["smollm2-135m.action_only"]
+    assert _refused(config).startswith("config: reliability.calibration_agents[0] is 'smollm2-135m.action_only', "
+                                       "which ends in '.action_only'")
+
+
+def test_a_judge_named_with_a_slash_stops_the_dry_run(work):
+    out = _fails(work, "--configfile", str(_config_file(work, "slash-judge.yaml", _with_judge("../j"))))
+    assert "config: models defines the name '../j', which contains '/'" in out
+
+
+@pytest.mark.parametrize("mutate, path, value", [
+    (lambda c: c["models"]["smollm2"].setdefault("params", {}).update(max_tokens=-1),
+     "['models']['smollm2']['params']['max_tokens']", "-1 is less than the minimum of 1"),
+    (lambda c: c["llm"].update(max_retries=10**9), "['llm']['max_retries']",
+     "1000000000 is greater than the maximum of 20"),
+    (lambda c: c["llm"].update(concurrency={"default": 5000}), "['llm']['concurrency']['default']",
+     "5000 is greater than the maximum of 1000"),
+    (lambda c: c["models"]["smollm2"].update(api_base="file:///etc"), "['models']['smollm2']['api_base']",
+     "'file:///etc' does not match '^https?://'"),
+])
+def test_out_of_bounds_call_settings_are_refused_with_their_key_path(mutate, path, value):
+    config = copy.deepcopy(DEFAULT)
+    mutate(config)
+    message = _refused(config)
+    assert value in message and f"On instance{path}" in message, message

@@ -82,3 +82,23 @@ def test_run_writes_sorted_jsonl(rjudge_dir, tmp_path):
     assert len(rows) == 12 and [r["seed_id"] for r in rows] == sorted(r["seed_id"] for r in rows)
     assert list(rows[0]) == ["seed_id", "domain", "rjudge_id", "label", "scenario", "profile", "risk_description",
                              "n_turns", "n_steps", "steps"]
+
+
+def test_a_lone_surrogate_names_the_file_and_record(rjudge_copy, tmp_path):
+    path = rjudge_copy / "IoT" / "harmful.json"
+    records = json.loads(path.read_text())
+    records[2]["contents"][0][1]["thought"] = "checks the \ud800 sensor"  # json.dumps writes it as \ud800
+    path.write_text(json.dumps(records))
+    out = tmp_path / "out" / "seeds.jsonl"
+    with pytest.raises(InputError) as err:
+        seeds_mod.select_seeds(rjudge_copy, "all", out)
+    assert str(err.value) == (f"{path}: record id={records[2]['id']} (index 2): record['contents'][0][1]['thought'] "
+                              f"is not valid Unicode (a lone surrogate at character 11, e.g. from a \\ud800 escape); "
+                              f"fix that text in the file")
+    assert not out.exists()
+    # In a key, and in a record without an id: named by its index.
+    records[2]["contents"][0][1]["thought"] = "fine"
+    records[4] = {"\udfff": 1}
+    path.write_text(json.dumps(records))
+    with pytest.raises(InputError, match=r"harmful.json: record at index 4: a key of record is not valid Unicode"):
+        seeds_mod.select_seeds(rjudge_copy, "all", out)

@@ -236,3 +236,43 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     assert {r["annotator"] for r in rows} == {"ann-1"} and {r["axis"] for r in rows} == {"action_safety"}
     human = validation.import_labels({s["sample_id"]: s for s in samples}, [target])
     assert sum(bool(r["labels"]) for r in human) == 2
+
+
+def _label_rows(samples):
+    return [[sid, "a1", "action_safety", samples[sid]["panel_label"] or "Safe", "é"] for sid in sorted(samples)[:2]]
+
+
+def _csv_bytes(samples, encoding):
+    text = "\r\n".join(",".join(row) for row in [validation.CSV_FIELDS, *_label_rows(samples)]) + "\r\n"
+    return text.encode(encoding)
+
+
+def test_import_reads_excel_s_csv_utf8_with_its_byte_order_mark(tmp_path, samples):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(_csv_bytes(samples, "utf-8-sig"))  # what Excel's "CSV UTF-8" writes
+    human = validation.import_labels(samples, [path])
+    assert sum(r["annotators"] == ["a1"] for r in human) == 2
+    assert validation.import_labels(samples, [path]) == human
+
+
+@pytest.mark.parametrize("encoding, message", [
+    ("utf-16", r"the file is UTF-16 \(Excel's 'Unicode Text'\), not UTF-8; save it as CSV UTF-8"),
+    ("latin-1", r"line 2: byte 0xe9 is not UTF-8 \(the file is in another encoding, such as Latin-1 or "
+                r"Windows-1252\); save it as CSV UTF-8"),
+])
+def test_import_refuses_another_encoding_naming_the_file(tmp_path, samples, encoding, message):
+    path = tmp_path / f"{encoding}.csv"
+    path.write_bytes(_csv_bytes(samples, encoding))
+    with pytest.raises(InputError, match=message) as err:
+        validation.import_labels(samples, [path])
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_import_refuses_a_row_with_more_fields_than_the_header(tmp_path, samples):
+    rows = _label_rows(samples)
+    rows[1] = [*rows[1][:4], "note, with a comma", "unquoted"]
+    path = _write(tmp_path / "long.csv", validation.CSV_FIELDS, rows)
+    with pytest.raises(InputError) as err:
+        validation.import_labels(samples, [path])
+    assert str(err.value) == (f"{path}: row 3: 6 fields, but the header has 5 (sample_id,annotator,axis,label,note); "
+                              f"quote a value that holds a comma")

@@ -42,10 +42,36 @@ def _check_step(path, rid, where, step):
             _fail(path, rid, f"{where} ({role}) field {field!r} must be a string or null")
 
 
+def _invalid_text(value, where: str):
+    """(where, character position) of the first text under `value` (keys too) that is not valid
+    Unicode: a lone surrogate, which JSON's `\\ud800` escapes let through and UTF-8 cannot write; or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return where, err.start
+        return None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        found = (_invalid_text(key, f"a key of {where}") if isinstance(key, str) else None) or \
+            _invalid_text(child, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
 def check_record(path, index: int, record, expected_label: int) -> None:
-    """Raise InputError naming the file and record when `record` is malformed."""
+    """Raise InputError naming the file and record when `record` is malformed, a text that is not
+    valid Unicode included (named by its id where that is an integer, else by its index)."""
     if not isinstance(record, dict):
         raise InputError(f"{path}: record at index {index} is not an object")
+    invalid = _invalid_text(record, "record")
+    if invalid:
+        where, position = invalid
+        name = f"record id={record['id']} (index {index})" if isinstance(record.get("id"), int) else \
+            f"record at index {index}"
+        raise InputError(f"{path}: {name}: {where} is not valid Unicode (a lone surrogate at character "
+                         f"{position}, e.g. from a \\ud800 escape); fix that text in the file")
     rid = record.get("id", f"<missing, index {index}>")
     if not isinstance(record.get("id"), int) or isinstance(record.get("id"), bool):
         _fail(path, rid, "field 'id' is missing or not an integer")

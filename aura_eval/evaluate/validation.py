@@ -8,14 +8,17 @@
   works offline, keeps progress in the browser, exports a CSV), with that annotator's
   samples only. It shows the scenario, the thought or action to label, the options and
   the rubric, never a judge's label.
-- `import_labels`: annotators' CSVs and the adjudicated labels, checked row by row.
+- `import_labels`: annotators' CSVs and the adjudicated labels (UTF-8, with or without a byte-order
+  mark; another encoding is refused, saying how to save the file), checked row by row.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import functools
 import html
+import io
 import json
 from pathlib import Path
 
@@ -162,21 +165,44 @@ def annotation_page(samples: list[dict], axis: str, annotator: str) -> str:
 
 # -- importing labels --------------------------------------------------------------
 
+SAVE_AS = "save it as CSV UTF-8 (Excel: File > Save As > 'CSV UTF-8 (Comma delimited)')"
+
+
+def _csv_text(path: Path) -> str:
+    """The text of an annotation CSV: UTF-8, with or without the byte-order mark Excel's "CSV UTF-8"
+    writes. Another encoding (UTF-16, Latin-1, ...) raises InputError naming the file and how to save it."""
+    data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in data:
+        raise InputError(f"{path}: the file is UTF-16 (Excel's 'Unicode Text'), not UTF-8; {SAVE_AS}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise InputError(f"{path}: line {line}: byte 0x{data[err.start]:02x} is not UTF-8 (the file is in another "
+                         f"encoding, such as Latin-1 or Windows-1252); {SAVE_AS}") from None
+
+
 def _rows(path: Path, fields: list[str]):
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames != fields:
-            raise InputError(f"{path}: header must be {','.join(fields)}, got {','.join(reader.fieldnames or [])}")
-        for number, row in enumerate(reader, start=2):
-            yield number, row
+    """(row number, row) of a CSV with exactly the header `fields` (the header is row 1). A row with
+    more fields than the header raises InputError naming the file and row."""
+    reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
+    if reader.fieldnames != fields:
+        raise InputError(f"{path}: header must be {','.join(fields)}, got {','.join(reader.fieldnames or [])}")
+    for number, row in enumerate(reader, start=2):
+        if None in row:  # DictReader's restkey: the fields past the header's
+            raise InputError(f"{path}: row {number}: {len(fields) + len(row[None])} fields, but the header has "
+                             f"{len(fields)} ({','.join(fields)}); quote a value that holds a comma")
+        yield number, row
 
 
 def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=None) -> list[dict]:
     """Per sample: each annotator's label, the human stratum, the final label.
 
-    A row naming an unknown sample, an annotator the sample is not assigned to (its
-    `annotators`), a label outside its axis or an axis that does not match its sample,
-    or repeating (sample, annotator), stops the import with InputError naming the file
+    The files are UTF-8 CSV, with or without a byte-order mark (Excel's "CSV UTF-8"); one in
+    another encoding stops the import with InputError naming the file and how to save it. A row
+    with more fields than the header, naming an unknown sample, an annotator the sample is not
+    assigned to (its `annotators`), a label outside its axis or an axis that does not match its
+    sample, or repeating (sample, annotator), stops the import with InputError naming the file
     and row. The final label is the adjudicated one
     where data/human/adjudicated.csv gives it ("drop" removes the sample), else the
     annotators' majority; a tie without adjudication leaves it None (not retained).
@@ -274,8 +300,6 @@ def import_human_labels(sample_paths, annotation_files, adjudication_file, out_p
 def simulate_annotations(sample_paths, out_paths, simulation: dict) -> dict:
     """simulate_annotations (a simulated run only): each annotator's CSV, in the pages' export
     format, with the simulator's labels for the samples assigned to them."""
-    import io
-
     from aura_eval.simulator import planted as sim
 
     rows = sim.annotation_rows([s for p in sample_paths for s in read_jsonl(p)], simulation)
