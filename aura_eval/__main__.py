@@ -2,7 +2,7 @@
 
     python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR]
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
-    python -m aura_eval unpack <archive> <checkout dir> [--force]
+    python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
     python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
 
 See `aura_eval.tools.cache_explain`, `aura_eval.tools.pack` and `aura_eval.analyze.forecast`. Errors print one line and exit 1.
@@ -33,6 +33,10 @@ def main(argv=None) -> int:
     unpack.add_argument("checkout")
     unpack.add_argument("--force", action="store_true", help="replace an earlier unpacked archive and differing "
                                                              "human-label files")
+    unpack.add_argument("--max-size", default="4GiB", help="the most bytes the archive's files may unpack to: "
+                                                           "bytes, or with a unit (500MiB, 8G, 10GB); default 4GiB")
+    unpack.add_argument("--max-files", type=int, default=None, help="the most members the archive may hold "
+                                                                     "(default 100000)")
     forecast = commands.add_parser("forecast", help="calls, tokens, dollars and wall time of a run, before any call")
     forecast.add_argument("--configfile", default="config/config.yaml", help="the run's config")
     forecast.add_argument("--root", default=".", help="the working directory of the run (its results/, raw data)")
@@ -73,15 +77,19 @@ def main(argv=None) -> int:
             print(f"packed {done['files']} files ({done['cache_rows']} cached responses) into {args.out}: "
                   f"{done['bytes']:,} bytes")
             return 0
+        from aura_eval.tools.pack import MAX_FILES, parse_size
         from aura_eval.tools.pack import unpack as run_unpack
 
-        done = run_unpack(args.archive, args.checkout, force=args.force)
+        done = run_unpack(args.archive, args.checkout, force=args.force, max_size=parse_size(args.max_size),
+                          max_files=MAX_FILES if args.max_files is None else args.max_files)
+        # Every word below is this project's: of the archive only the file count and a commit's hex digits.
         print(f"verified {done['files']} files against the MANIFEST into {done['folder']} (code commit "
-              f"{done['code_commit']}); replay offline with:\n  cd {args.checkout} && {done['replay']}\n"
+              f"{done['code_commit'] or 'not recorded'}); placed {len(done['labels'])} human-label files under "
+              f"data/human/; replay offline with:\n  {done['replay']}\n"
               f"then compare: python -m aura_eval.tools.digest . | diff - packed/STABLE_DIGESTS.sha256")
         return 0
-    except (PackError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (PackError, OSError) as err:
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)  # one line, whatever the message holds
         return 1
 
 

@@ -1,7 +1,7 @@
 """A finished run as one shippable archive, and its way back into a checkout for an offline replay.
 
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
-    python -m aura_eval unpack <archive> <checkout dir> [--force]
+    python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
 
 `pack` writes a gzipped tar of: `results/dataset/`, `results/tables/`, the report
 (`results/report/report.html`), the response cache (`cache/<name>`, a consistent SQLite copy
@@ -11,16 +11,28 @@ labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv
 source and licence files (everything directly under `rjudge_dir` that is not data), `TERMS.md`
 (the terms of the shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
 every stable file under the run's `results/`, to compare a replay with), `PACK.json` (the code
-commit, the config's name, the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every
-other file, as `sha256sum -c` reads it). Members are sorted with zeroed times and owners.
+commit, the config's path under the run folder or, outside it, its file name: no absolute path;
+the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
+reads it), written first. Members are sorted with zeroed times and owners.
 
-`unpack` extracts into `<checkout>/packed/`, verifies every file against the MANIFEST (a
-mismatch, a missing or an unlisted file stops it, naming the file, and nothing is placed), puts
-the human labels under `<checkout>/data/human/` and prints the replay command:
+`unpack` reads the archive as one stream into a staging folder inside the checkout and checks
+everything before the checkout changes: the MANIFEST must be the first member; each member must be
+a regular file or a folder under a relative path without `..` (no link, device or absolute path),
+listed in the MANIFEST, within the member count (`--max-files`) and the running size (`--max-size`,
+4 GiB by default), and its sha256 (computed as it is written) must match; every listed file must
+be present; `PACK.json` must be a JSON object and `config/replay.yaml` in replay mode with its cache
+a packed file. The first fault stops it with a PackError that names it, and the staging folder is
+removed. Only then it replaces `<checkout>/packed/` and copies the human labels (only
+`data/human/annotations/*.csv` and `data/human/adjudicated.csv`) to `<checkout>/data/human/`, and
+returns the replay command, built here, never read from the archive:
 `snakemake --forceall --configfile packed/config/replay.yaml` rebuilds every file under
 `results/` from the cache with zero model calls, and `python -m aura_eval.tools.digest` of the
 checkout then equals `packed/STABLE_DIGESTS.sha256`. The checkout must be of the same code
 (`PACK.json` names its commit) with the R-Judge data in place.
+
+The MANIFEST guards against damage, not against tampering: whoever can change a file can change
+its line. To check an archive against tampering, compare its own sha256 (`sha256sum
+aura-eval-run.tar.gz`) with one published with it through a channel you trust.
 """
 
 from __future__ import annotations
@@ -29,11 +41,14 @@ import gzip
 import hashlib
 import io
 import json
+import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path
 
 import yaml
@@ -48,6 +63,13 @@ PACKED = "packed"  # the folder of the checkout that unpack fills
 RESULT_PARTS = ("results/dataset", "results/tables")
 REPORT = "results/report/report.html"
 DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")  # R-Judge's data files, not shipped (the checkout has them)
+REPLAY_CONFIG = "config/replay.yaml"
+REPLAY = f"snakemake --forceall --configfile {PACKED}/{REPLAY_CONFIG}"  # the command unpack prints, never the archive's
+HUMAN_LABELS = re.compile(r"data/human/(annotations/[^/]+\.csv|adjudicated\.csv)")  # what unpack places in a checkout
+MAX_SIZE = 4 << 30  # bytes of files an archive may unpack to (unpack --max-size)
+MAX_FILES = 100_000  # members an archive may hold (unpack --max-files)
+MANIFEST_MAX = 64 << 20  # the MANIFEST is read into memory
+HEADER_ALLOWANCE = 64 << 10  # uncompressed bytes per member beyond its declared size (its headers, read-ahead)
 
 
 class PackError(RuntimeError):
@@ -183,7 +205,7 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
             licence_files.append(f"rjudge/{path.name}")
             members[f"rjudge/{path.name}"] = path
     members["config/run.yaml"] = config_path.read_bytes()
-    members["config/replay.yaml"] = _replay_config(config, cache.name).encode()
+    members[REPLAY_CONFIG] = _replay_config(config, cache.name).encode()
     members["TERMS.md"] = terms_note(config, licence_files).encode()
     members[DIGESTS] = "".join(f"{d}  {rel}\n" for rel, d in stable_digests(root).items()).encode()
     with tempfile.TemporaryDirectory() as tmp:
@@ -192,11 +214,12 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
         members[f"cache/{cache.name}"] = cache_copy
         code = _commit(Path(__file__).resolve().parents[2])
         members["PACK.json"] = (json.dumps({
+            # No absolute path: a config outside the run folder is named by its file name.
             "config": config_path.relative_to(root).as_posix() if config_path.is_relative_to(root)
-            else config_path.as_posix(),
+            else config_path.name,
             "code_commit": code["commit"], "code_dirty": code["dirty"], "cache": cache.name, "cache_rows": rows,
             "simulated_models": _simulated(config),
-            "replay": f"snakemake --forceall --configfile {PACKED}/config/replay.yaml"}, indent=2) + "\n").encode()
+            "replay": REPLAY}, indent=2) + "\n").encode()
         digests = {name: _sha256(data) if isinstance(data, bytes) else _file_sha256(data)
                    for name, data in members.items()}
         members[MANIFEST] = "".join(f"{digests[n]}  {n}\n" for n in sorted(digests)).encode()
@@ -210,64 +233,208 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
     return {"files": len(members), "bytes": out.stat().st_size, "cache_rows": rows}
 
 
-def _verify(folder: Path) -> list[str]:
-    """The files of an extracted archive, checked against its MANIFEST; PackError names the first bad one."""
-    manifest = folder / MANIFEST
-    if not manifest.is_file():
-        raise PackError(f"unpack: the archive has no {MANIFEST}")
+def parse_size(text) -> int:
+    """A size in bytes from `4294967296`, `4GiB`, `4G` (K/M/G/T and KiB/.../TiB: powers of 1024) or `4GB`
+    (KB/MB/GB/TB: powers of 1000); PackError for anything else or for zero."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = found and found.group(2).lower()
+    if not found or unit not in _UNITS or int(float(found.group(1)) * _UNITS[unit]) < 1:
+        raise PackError(f"unpack: {str(text)!r} is not a size (bytes, or a number with a unit such as 500MiB or 8G)")
+    return int(float(found.group(1)) * _UNITS[unit])
+
+
+_UNITS = {"": 1, "b": 1, **{p: 1024 ** (i + 1) for i, p in enumerate("kmgt")},
+          **{p + "ib": 1024 ** (i + 1) for i, p in enumerate("kmgt")},
+          **{p + "b": 1000 ** (i + 1) for i, p in enumerate("kmgt")}}
+
+
+def _shown(name: str) -> str:
+    """An archive's name as an error line shows it: escaped if it holds a control character."""
+    return name if name.isprintable() else ascii(name)
+
+
+def _checked_name(name: str) -> str:
+    """An archive path unpack accepts: relative, `/`-separated, printable, no empty, `.` or `..` part."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or not name.isprintable() or any(p in ("", ".", "..") for p in parts):
+        raise PackError(f"unpack: the archive path {_shown(name)} is absolute, not printable or leaves its "
+                        f"folder (`..`, `.`, empty parts)")
+    return name
+
+
+def _manifest(data: bytes, max_files: int) -> dict[str, str]:
+    """{path: sha256} of a MANIFEST's `sha256  path` lines; PackError names the first bad line."""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise PackError(f"unpack: {MANIFEST} is not UTF-8 text: {err}") from err
+    if len(lines) > max_files:
+        raise PackError(f"unpack: {MANIFEST} lists {len(lines):,} files, more than the limit of {max_files:,} "
+                        f"(pass --max-files to allow more)")
     listed = {}
-    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         digest, sep, name = line.partition("  ")
-        if not sep or len(digest) != 64:
+        if not sep or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise PackError(f"unpack: {MANIFEST} line {number} is not `sha256  path`")
+        if _checked_name(name) in listed or name == MANIFEST:
+            raise PackError(f"unpack: {MANIFEST} line {number} lists {_shown(name)} again")
         listed[name] = digest
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {MANIFEST}
-    for name in sorted(listed):
-        if name not in present:
-            raise PackError(f"unpack: {name} is listed in {MANIFEST} but missing from the archive")
-        actual = _file_sha256(folder / name)
-        if actual != listed[name]:
-            raise PackError(f"unpack: checksum mismatch for {name}: {MANIFEST} says {listed[name]}, "
-                            f"the file has {actual}")
-    extra = sorted(present - set(listed))
-    if extra:
-        raise PackError(f"unpack: {extra[0]} is in the archive but not in {MANIFEST}")
+    return listed
+
+
+class _Bounded:
+    """The archive's uncompressed stream, refusing to read more than `limit` bytes: a header whose own data
+    (a long name, PAX records) runs past what the members declared stops here, not in memory."""
+
+    def __init__(self, raw):
+        self.raw, self.read_bytes, self.limit = raw, 0, 2 * HEADER_ALLOWANCE
+
+    def read(self, size=-1):
+        data = self.raw.read(size)
+        self.read_bytes += len(data)
+        if self.read_bytes > self.limit:
+            raise PackError(f"unpack: the archive holds more data than its members declare (over "
+                            f"{self.limit:,} bytes read)")
+        return data
+
+
+def _extract(archive: Path, staging: Path, max_size: int, max_files: int) -> list[str]:
+    """The archive read as one stream into `staging`, each member checked before it is written: its name, its
+    type (regular files and folders only), the member count, the running size, its place in the MANIFEST
+    (which must come first) and, as it is written, its sha256. PackError at the first fault; the files."""
+    listed, seen, count, total, padded = None, set(), 0, 0, 0
+    try:
+        with gzip.open(archive, "rb") as gz, tarfile.open(fileobj=(stream := _Bounded(gz)), mode="r|") as tar:
+            for member in tar:
+                count += 1
+                if count > max_files:
+                    raise PackError(f"unpack: the archive has more than {max_files:,} members (pass --max-files "
+                                    f"to allow more)")
+                name = _checked_name(member.name)
+                if not (member.isfile() or member.isdir()) or member.issparse():
+                    kind = ("a link" if member.issym() or member.islnk() else "a device or pipe"
+                            if member.isdev() else "a sparse file" if member.issparse() else "not a plain file")
+                    raise PackError(f"unpack: {name} is {kind}: only regular files and folders are unpacked")
+                total += member.size
+                if total > max_size:
+                    raise PackError(f"unpack: the archive's files pass {max_size:,} bytes at {name} (pass "
+                                    f"--max-size to allow more)")
+                padded += -(-member.size // 512) * 512
+                stream.limit = padded + (count + 2) * HEADER_ALLOWANCE
+                if listed is None:
+                    if name != MANIFEST or not member.isfile():
+                        raise PackError(f"unpack: the archive's first member is {name}, not {MANIFEST}")
+                    if member.size > MANIFEST_MAX:
+                        raise PackError(f"unpack: {MANIFEST} is over {MANIFEST_MAX:,} bytes")
+                    listed = _manifest(tar.extractfile(member).read(), max_files)
+                    continue
+                if member.isdir():
+                    _place(staging / name, None)
+                    continue
+                if name not in listed:
+                    raise PackError(f"unpack: {name} is in the archive but not in {MANIFEST}")
+                if name in seen:
+                    raise PackError(f"unpack: {name} is in the archive twice")
+                seen.add(name)
+                actual = _place(staging / name, tar.extractfile(member))
+                if actual != listed[name]:
+                    raise PackError(f"unpack: checksum mismatch for {name}: {MANIFEST} says {listed[name]}, "
+                                    f"the file has {actual}")
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
+        raise PackError(f"unpack: {archive} is not a readable .tar.gz: {err}") from err
+    if listed is None:
+        raise PackError(f"unpack: the archive has no {MANIFEST}")
+    missing = sorted(set(listed) - seen)
+    if missing:
+        raise PackError(f"unpack: {missing[0]} is listed in {MANIFEST} but missing from the archive")
     return sorted(listed)
 
 
-def unpack(archive, checkout, force: bool = False) -> dict:
-    """Verify the archive and place it in the checkout; a summary (files, the replay command)."""
+def _place(dest: Path, source) -> str | None:
+    """A folder (source None) or a file written from `source` under the staging folder; the file's sha256.
+    A name that collides with an earlier one (a file where a folder is, or the reverse) is the archive's fault."""
+    try:
+        if source is None:
+            dest.mkdir(parents=True, exist_ok=True)
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with source, dest.open("xb") as out:
+            for block in iter(lambda: source.read(1 << 20), b""):
+                digest.update(block)
+                out.write(block)
+        return digest.hexdigest()
+    except OSError as err:
+        raise PackError(f"unpack: cannot write {dest.name} in the staging folder: {err}") from err
+
+
+def _check_contents(staging: Path, files: list[str]) -> dict:
+    """PACK.json (a JSON object) and the replay config (llm.replay: true, its cache a file of the archive under
+    packed/), as an offline replay needs them; PACK.json's content."""
+    present = set(files)
+    if "PACK.json" not in present:
+        raise PackError("unpack: the archive has no PACK.json")
+    try:
+        info = json.loads((staging / "PACK.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PackError(f"unpack: PACK.json is not valid JSON: {err}") from err
+    if not isinstance(info, dict):
+        raise PackError("unpack: PACK.json is not a JSON object")
+    if REPLAY_CONFIG not in present:
+        raise PackError(f"unpack: the archive has no {REPLAY_CONFIG}")
+    try:
+        replay = yaml.safe_load((staging / REPLAY_CONFIG).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
+        raise PackError(f"unpack: {REPLAY_CONFIG} is not valid YAML: {' '.join(str(err).split())}") from err
+    llm = replay.get("llm") if isinstance(replay, dict) else None
+    if not isinstance(llm, dict) or llm.get("replay") is not True:
+        raise PackError(f"unpack: {REPLAY_CONFIG} is not in replay mode (it needs llm.replay: true)")
+    cache = llm.get("cache")
+    if not (isinstance(cache, str) and cache.startswith(PACKED + "/") and cache[len(PACKED) + 1:] in present):
+        raise PackError(f"unpack: {REPLAY_CONFIG}'s llm.cache {_shown(str(cache))} is not a file of the archive "
+                        f"under {PACKED}/")
+    return info
+
+
+def unpack(archive, checkout, force: bool = False, max_size: int = MAX_SIZE, max_files: int = MAX_FILES) -> dict:
+    """Verify the archive and place it in the checkout; a summary (files, the folder, the replay command).
+
+    Every check runs first, on a staging folder inside the checkout: the stream (see `_extract`), PACK.json,
+    the replay config (`_check_contents`) and, without `force`, the human labels against those in place. A
+    refusal is a PackError and leaves the checkout as it was, without the staging folder. Then `packed/` is
+    replaced and only the human labels the rules read (`data/human/annotations/*.csv`,
+    `data/human/adjudicated.csv`) are copied out of it. The replay command is the project's, not the archive's.
+    """
     archive, checkout = Path(archive), Path(checkout)
     if not checkout.is_dir():
         raise PackError(f"unpack: no checkout folder {checkout}")
+    if not archive.is_file():
+        raise PackError(f"unpack: no archive {archive}")
     target = checkout / PACKED
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise PackError(f"unpack: {target} is not a folder")
     if target.exists() and any(target.iterdir()) and not force:
         raise PackError(f"unpack: {target} is not empty (pass --force to replace it)")
     with tempfile.TemporaryDirectory(dir=checkout, prefix=".unpack-") as tmp:
         staging = Path(tmp) / PACKED
         staging.mkdir()
-        try:
-            with tarfile.open(archive, "r:gz") as tar:
-                for member in tar.getmembers():
-                    if not (member.isfile() or member.isdir()):
-                        raise PackError(f"unpack: {member.name} is not a plain file")
-                tar.extractall(staging, filter="data")
-        except (tarfile.TarError, OSError, EOFError) as err:
-            raise PackError(f"unpack: {archive} is not a readable .tar.gz: {err}") from err
-        files = _verify(staging)
-        placed = []
-        for name in files:  # the human labels the run read go where the rules read them
-            if name.startswith("data/human/"):
-                dest = checkout / name
-                if dest.exists() and dest.read_bytes() != (staging / name).read_bytes() and not force:
-                    raise PackError(f"unpack: {dest} exists and differs from the packed one (pass --force)")
-                placed.append((staging / name, dest))
-        if target.exists():
-            shutil.rmtree(target)
-        for source, dest in placed:
+        files = _extract(archive, staging, max_size, max_files)
+        info = _check_contents(staging, files)
+        labels = [name for name in files if HUMAN_LABELS.fullmatch(name)]
+        for name in labels:
+            dest = checkout / name
+            same = dest.is_file() and _file_sha256(dest) == _file_sha256(staging / name)
+            if dest.exists() and not force and not same:
+                raise PackError(f"unpack: {dest} exists and differs from the packed one (pass --force)")
+        # Every check has passed: from here on the checkout changes.
+        for name in labels:
+            dest = checkout / name
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, dest)
+            shutil.copyfile(staging / name, dest)
+        if target.exists():
+            target.replace(Path(tmp) / "previous")  # removed with the staging folder
         staging.replace(target)
-    info = json.loads((target / "PACK.json").read_text())
-    return {"files": len(files), "folder": target.as_posix(), "code_commit": info.get("code_commit"),
-            "replay": info["replay"]}
+    commit = info.get("code_commit")
+    return {"files": len(files), "folder": target.as_posix(), "labels": labels,
+            "code_commit": commit if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit) else None,
+            "replay": f"cd {shlex.quote(str(checkout))} && {REPLAY}"}
