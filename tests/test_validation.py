@@ -197,37 +197,74 @@ def test_no_human_labels_gives_empty_statistics(samples):
 
 
 
+def _wait(check, seconds=10.0):
+    """Poll `check` until it holds or `seconds` pass (a loaded machine is slow, never wrong)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def _page_driver(tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
+                                       "download.prompt_for_download": False})
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    return driver, downloads
+
+
+def _text(driver, element_id):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id).text
+
+
+def _reload_when_saved(driver, labelled: str):
+    """Reload once the page says every label is saved, then wait for the new document (not the old
+    one, which shows the same progress) to have restored them. Reloading right after a click lost the
+    labels now and then: the page kept them in localStorage, whose writes a file:// page's next
+    document may read seconds late; the page now saves to IndexedDB and says when a write completed."""
+    assert _wait(lambda: _text(driver, "saved") == "saved in this browser"), _text(driver, "saved")
+    driver.execute_script("window.beforeReload = true;")
+    driver.refresh()
+    assert _wait(lambda: driver.execute_script("return window.beforeReload === undefined")
+                 and _text(driver, "progress") == labelled), _text(driver, "progress")
+
+
+def _export(driver, downloads, name):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.ID, "export").click()
+    target = downloads / name
+    assert _wait(lambda: target.exists() and target.stat().st_size > 0)
+    return target
+
+
+def _csp_violations(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
 def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     from selenium.webdriver.common.by import By
 
     samples = validation.assign_annotators(validation.audit_sample(_pool(), 5), ["ann-1"], 1)
     page = tmp_path / "ann-1_action_safety.html"
     page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
-                                       "download.prompt_for_download": False})
+    driver, downloads = _page_driver(tmp_path)
     try:
-        driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
         driver.get(page.as_uri())
-        assert "0 of 5 labelled" in driver.find_element(By.ID, "progress").text
+        assert _wait(lambda: _text(driver, "progress") == "0 of 5 labelled")
         driver.find_element(By.ID, "s1-Unsafe").click()
         driver.find_element(By.ID, "s3-Safe").click()
         driver.find_element(By.ID, "note-3").send_keys('says "fine", really')
-        driver.refresh()  # progress survives a reload (localStorage)
-        # The page restores its state after load: poll instead of reading once (CI saw a race here).
-        for _ in range(50):
-            if "2 of 5 labelled" in driver.find_element(By.ID, "progress").text:
-                break
-            time.sleep(0.1)
-        assert "2 of 5 labelled" in driver.find_element(By.ID, "progress").text
+        _reload_when_saved(driver, "2 of 5 labelled")  # labels survive a reload
         assert driver.find_element(By.ID, "s1-Unsafe").is_selected()
-        driver.find_element(By.ID, "export").click()
-        target = downloads / "ann-1_action_safety.csv"
-        for _ in range(50):
-            if target.exists() and target.stat().st_size:
-                break
-            time.sleep(0.1)
+        assert driver.find_element(By.ID, "note-3").get_attribute("value") == 'says "fine", really'
+        target = _export(driver, downloads, "ann-1_action_safety.csv")
+        assert _csp_violations(driver) == []
         rows = list(csv.DictReader(target.open()))
     finally:
         driver.quit()
