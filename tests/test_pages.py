@@ -16,7 +16,8 @@ from aura_eval.util.table_files import write_csv
 
 # Text that breaks a page whose script data only escapes "</": "<!--" then "<script>" puts the
 # HTML parser in a state where "</script>" no longer ends the script.
-HOSTILE = ('<!-- <script>window.pwned = 1</script> </script><script>window.pwned = 2</script> & ok'
+HOSTILE = ('<!-- <script>window.pwned = 1</script> </script><script>window.pwned = 2</script> & ok '
+           '<img src=x onerror="window.pwned = 3"> "quoted" -- \'single\' '
            '\u2028line\u2029para \x00nul \u202eRLO\u202c \u2066isolate\u2069 \u200e\u200f\u061c')
 
 
