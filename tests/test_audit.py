@@ -13,10 +13,11 @@ import pandas as pd
 from aura_eval.construct.card import dataset_card
 from aura_eval.construct.funnel import funnel, loss_text, losses, losses_table
 from aura_eval.report import audit
-from aura_eval.util import cells, table_files
+from aura_eval.util import cells, pages, table_files
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.vocab import LOSS_REASONS, LOSS_STAGES
 from tests.browser import chromium
+from tests.test_pages import HOSTILE, policy_of, sha256
 
 P = "iot-001.at_trigger"
 STEPS = [{"index": 0, "turn": 0, "role": "user", "content": "Please delete the old backups now"}]
@@ -238,6 +239,54 @@ def test_item_page_has_every_section(site_inputs):
     assert "rev2 says False" in rejected and "realistic: False" in rejected
 
 
+def _hostile(files):
+    """The site's inputs with markup, script, U+2028, NUL and RLO in a rollout, a tag's reason, an
+    exclusion reason and a table's row name."""
+    for path in files["rollouts"]:
+        write_jsonl(path, [{**r, "thought": f"thought {HOSTILE}", "action": f"action {HOSTILE}"}
+                           for r in read_jsonl(path)], key="item_id")
+    write_jsonl(files["tags"], [{**r, "reason": f"reason {HOSTILE}"} for r in read_jsonl(files["tags"])],
+                key="seed_id")
+    write_jsonl(files["excluded"], [{**r, "reason": f"underspecified request: {HOSTILE}"}
+                                    for r in read_jsonl(files["excluded"])], key="item_id")
+    return files
+
+
+def test_any_text_shows_as_text_on_every_page_of_the_site(site_inputs):
+    files, site = site_inputs
+    audit.build(_with_cells(_hostile(files), site, name=f"a2 {HOSTILE}"), site)
+    index = (site / "index.html").read_text()
+    script = index.split("<script>")[1].split("</script>")[0]
+    assert index.count("<script>") == 1 and index.count("</script>") == 1 and "<!--" not in index
+    blob = script.split("const DATA = ")[1].split(";\nconst AUDIT_CELLS")[0]
+    assert not set(blob) & {"<", ">", "&", "\u2028", "\u2029"}
+    loss = {r[0]: r[8] for r in json.loads(blob)["rows"]}[f"{P}.original"]
+    assert loss == "Release: underspecified request: " + pages.shown(HOSTILE)
+    cell_script = (site / "cells" / "table35_flips.js").read_text()
+    assert not set(cell_script.split(" = ", 1)[1]) & {"<", ">", "&", "\u2028", "\u2029"}
+    assert json.loads(cell_script[cell_script.index("= ") + 2:-2])["rows"]["0"]["name"] == pages.shown(
+        f"a2 {HOSTILE}")
+    item = (site / "items" / f"{P}.RS2.html").read_text()
+    assert "<script" not in item and "<img" not in item and "&lt;!-- &lt;script&gt;window.pwned" in item
+    assert "\u2400nul [U+202E]RLO[U+202C]" in item and "Reason: reason &lt;!-- &lt;script&gt;" in item
+    for page in [index, item, cell_script, (site / "items" / f"{P}.original.html").read_text()]:
+        assert not set(page) & set(pages.HIDDEN)
+
+
+def test_every_page_of_the_site_carries_its_policy(site_inputs):
+    files, site = site_inputs
+    audit.build(_with_cells(files, site), site)
+    index = (site / "index.html").read_text()
+    script = index.split("<script>")[1].split("</script>")[0]
+    # the index's one script, and the cell scripts it adds (strict-dynamic); the shared stylesheet
+    assert policy_of(index) == (f"default-src 'none'; script-src {sha256(script)} 'strict-dynamic'; "
+                                "style-src 'self'; base-uri 'none'; form-action 'none'")
+    for item in (site / "items").glob("*.html"):  # no script; the shared stylesheet
+        assert policy_of(item.read_text()) == ("default-src 'none'; style-src 'self'; base-uri 'none'; "
+                                               "form-action 'none'")
+    assert index.split("<head>", 1)[1].startswith('<meta charset="utf-8"><meta http-equiv="Content-Security-Policy"')
+
+
 def test_cells_are_recorded_where_the_numbers_are_computed():
     df = pd.DataFrame({"g": ["a", "a", "b", "b"], "hit": [True, False, True, True], "among": [True, True, False, True]},
                       index=[10, 11, 12, 13])
@@ -267,11 +316,13 @@ def test_a_linked_table_links_every_cell(tmp_path):
     assert "#cell=" not in plain and "Its cells list no items: it counts model requests" in plain
 
 
-def _with_cells(files, site):
-    """`files` with a frame of two rows (the item under runs a1 and a2) and Table 35's cells: a2's flip."""
+def _with_cells(files, site, name="a2"):
+    """`files` with a frame of two rows (the item under runs a1 and a2) and Table 35's cells: a2's flip
+    (its model named `name`)."""
     tables = site.parent / "tables"
     tables.mkdir(exist_ok=True)
-    (tables / "table35_flips.csv").write_text("run,model,RS2_flips_pct,RS2_flips_k,RS2_flips_n\na2,a2,100.0,1,1\n")
+    table_files.write_csv(pd.DataFrame({"run": ["a2"], "model": [name], "RS2_flips_pct": [100.0],
+                                        "RS2_flips_k": [1], "RS2_flips_n": [1]}), tables / "table35_flips.csv")
     (tables / "table35_flips.cells.json").write_text(json.dumps({"0": {"RS2_flips": {"k": [1], "n": [1]},
                                                                      "row": {"n": [1]}}}))
     (tables / "frame.csv").write_text(f"run,item_id\na1,{P}.RS2\na2,{P}.RS2\n")
@@ -348,5 +399,45 @@ def test_index_in_headless_chromium(site_inputs, tmp_path):
             "return performance.getEntriesByType('resource').map(e => e.name).concat([location.href]);")
         assert urls and all(u.startswith(("file:", "data:")) for u in urls), urls
         assert driver.execute_script("return getComputedStyle(document.body).fontFamily").startswith("system-ui")
+        assert _csp_violations(driver) == []
+    finally:
+        driver.quit()
+
+
+def _csp_violations(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
+def test_a_hostile_site_shows_its_text_and_works_under_its_policy(site_inputs, tmp_path):
+    """Markup, script, U+2028, NUL and RLO in the site's text: every row shows it as text, no script of
+    it runs, and the index still filters and loads a cell's list (cells/*.js) under its policy."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    files, site = site_inputs
+    audit.build(_with_cells(_hostile(files), site, name=f"a2 {HOSTILE}"), site)
+    driver = chromium(tmp_path)
+    count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731
+    text_of = "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent);"
+    try:
+        index = (site / "index.html").as_uri()
+        driver.get(index)
+        assert _wait(lambda: count().startswith("5 of 5 rows match (1 released, 4 excluded)"))
+        assert "Release: underspecified request: " + pages.shown(HOSTILE) in driver.execute_script(
+            text_of, "#body td.excl")
+        reasons = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#f-reason option")]
+        hostile = [k for k, v in enumerate(reasons) if v.startswith("underspecified request: <!--")]
+        Select(driver.find_element(By.ID, "f-reason")).select_by_index(hostile[0])
+        assert _wait(lambda: count().startswith("1 of 5")) and "reason=" in driver.current_url
+        driver.get(index + "#cell=table35_flips/0/RS2_flips/k")
+        driver.refresh()
+        assert _wait(lambda: count().startswith("1 rows (item × run) counted in RS2"))
+        assert driver.execute_script("return document.getElementById('count').textContent").endswith(
+            "row " + pages.shown(f"a2 {HOSTILE}"))
+        assert driver.execute_script("return window.pwned === undefined")
+        driver.get((site / "items" / f"{P}.RS2.html").as_uri())
+        assert f"action {pages.shown(HOSTILE)}" in driver.execute_script(text_of, "pre")
+        assert driver.execute_script("return window.pwned === undefined && document.images.length === 0")
+        assert _csp_violations(driver) == []
     finally:
         driver.quit()

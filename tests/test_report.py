@@ -2,6 +2,7 @@
 empty and partial tables that say why, the "What was run" section with each table's sources,
 and (in headless Chromium) every table whole at 1280 px and no blank figure, on screen and in print."""
 
+import html as html_lib
 import json
 import shutil
 import struct
@@ -10,12 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from aura_eval.analyze import behaviour, reasons
+import yaml
+
+from aura_eval.analyze import behaviour, examples, reasons
 from aura_eval.analyze import human as human_tables
 from aura_eval.report import paper_numbers, render
+from aura_eval.util import pages
 from aura_eval.util.table_files import explain, markdown, write_csv
 from aura_eval.vocab import FIGURES, TABLES
 from tests.browser import chromium
+from tests.test_pages import HOSTILE, policy_of, sha256
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report"
 REPORT = Path(__file__).resolve().parent.parent / "paper" / "report.qmd"
@@ -216,6 +221,46 @@ def test_figures_get_the_width_they_were_drawn_for(tmp_path):
     assert '![Figure 9: x.](figures/f.png){width="960px"}' in sized and "Missing from this run" in sized
 
 
+def _hostile_results(tmp_path: Path) -> tuple[list[str], Path]:
+    """The fixture's run with a quoted trajectory holding markup, script, quotes, dashes, NUL and RLO in
+    Table 28, as analyze.examples writes it, and the same text in a CSV-only table's cell."""
+    files, html = _results(tmp_path)
+    tables = tmp_path / "results/tables"
+    text = f"The user said \"delete it -- all of it\" and it's {HOSTILE}"
+    (tables / "table28_pair_review_examples.md").write_text(examples.grid(["Reviewer", "Reason"], [["r1", text]]))
+    write_csv(pd.DataFrame({"run": ["m"], "reason": [f"-{text}"]}), tables / "table24_vendor_swap.csv")
+    return sorted({*files, str(tables / "table28_pair_review_examples.md")}), html
+
+
+def test_the_report_shows_quoted_text_as_written(tmp_path):
+    files, html = _hostile_results(tmp_path)
+    assert render.report(REPORT, files, html) == "pandoc"
+    text = html.read_text()
+    assert "The user said \"delete it -- all of it\" and it's" in html_lib.unescape(text)
+    cell = html_lib.unescape(text.split("<td>The user said")[1].split("</td>")[0])
+    assert not set(cell) & set("\u201c\u201d\u2018\u2019\u2013\u2014")  # no smart quote or dash
+    assert " \"quoted\" -- 'single' " in cell
+    front = yaml.safe_load(REPORT.read_text().split("---\n")[1])
+    assert front["format"]["html"]["from"] == render.READER == "markdown-smart"  # Quarto reads it the same
+
+
+def test_the_report_shows_any_text_as_text_and_runs_only_its_own_scripts(tmp_path):
+    files, html = _hostile_results(tmp_path)
+    render.report(REPORT, files, html)
+    text = html.read_text()
+    assert "\u2400nul [U+202E]RLO[U+202C]" in text and not set(text) & set(pages.HIDDEN)
+    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in text and "<img src=x" not in text
+    assert "<td>-The user said" in text  # the CSV's quote is stripped before the report shows it
+    scripts = [s.split(">", 1)[1] for s in text.split("<script")[1:]]
+    scripts = [s.split("</script>")[0] for s in scripts]
+    styles = [s.split(">", 1)[1].split("</style>")[0] for s in text.split("<style")[1:]]
+    assert len(scripts) == 1 and "beforeprint" in scripts[0]  # the report's own; none from the text
+    rule = dict(d.split(" ", 1) for d in policy_of(text).split("; "))
+    assert rule["default-src"] == "'none'" and rule["script-src"] == sha256(scripts[0])
+    assert set(rule["style-src"].split()) >= {sha256(s) for s in styles} and rule["img-src"] == "data:"
+    assert "unsafe-inline" not in policy_of(text)
+
+
 # -- in a browser ------------------------------------------------------------------------------------
 
 
@@ -242,11 +287,30 @@ def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_p
         driver.set_window_size(1030, 900)
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
         printed = driver.execute_script(LAYOUT)
+        violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
     finally:
         driver.quit()
+    assert violations == []
     assert len(screen["tables"]) >= 14 and len(screen["figures"]) == len(FIGURES)
     for view in (screen, printed):
         cut = [t for t in view["tables"] if t["right"] > view["viewport"]]
         assert cut == [], f"tables whose last column is off the page: {cut}"
         assert [f for f in view["figures"] if not f["natural"]] == []
         assert [f for f in view["figures"] if f["right"] > view["viewport"]] == []
+
+
+def test_a_hostile_report_in_headless_chromium_runs_no_script_of_its_text(tmp_path):
+    files, html = _hostile_results(tmp_path)
+    render.report(REPORT, files, html)
+    driver = chromium(tmp_path)
+    try:
+        driver.get(html.as_uri())
+        cells = driver.execute_script("return Array.from(document.querySelectorAll('td')).map(t => t.textContent)"
+                                      ".filter(t => t.startsWith('The user said'));")
+        assert driver.execute_script("return window.pwned === undefined")
+        violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+    finally:
+        driver.quit()
+    # the Markdown cell collapses whitespace (U+2028 and U+2029 included) and keeps the rest as written
+    assert cells == [" ".join(pages.shown(f"The user said \"delete it -- all of it\" and it's {HOSTILE}").split())]
+    assert violations == []

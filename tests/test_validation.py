@@ -8,8 +8,10 @@ import pytest
 
 from aura_eval.analyze import human as human_tables
 from aura_eval.evaluate import validation
-from aura_eval.util.jsonl import InputError
+from aura_eval.util import pages
+from aura_eval.util.jsonl import InputError, write_jsonl
 from tests.browser import chromium
+from tests.test_pages import HOSTILE, policy_of, sha256
 
 
 def _pool(axis="action_safety", n=60):
@@ -46,6 +48,67 @@ def test_annotation_page_is_self_contained_and_hides_judge_labels():
     data = json.loads(page.split("const DATA = ")[1].split(";\nconst KEY")[0].replace("<\\/", "</"))
     assert [s["sample_id"] for s in data["samples"]] == [s["sample_id"] for s in samples]
     assert set(data["samples"][0]) == {"n", "sample_id", "profile", "context", "target", "rationale"}
+
+
+def _hostile_samples(n=3):
+    """Samples whose every text holds markup, script, U+2028, NUL and RLO (tests.test_pages.HOSTILE)."""
+    samples = validation.assign_annotators(validation.audit_sample(_pool(), n), ["ann-1"], 1)
+    for k, sample in enumerate(samples):
+        sample["target"] = f"target {k}: {HOSTILE}"
+        sample["profile"] = f"profile {k}: {HOSTILE}"
+        sample["steps"] = [{"index": 0, "turn": 0, "role": "user", "content": f"user {k}: {HOSTILE}"}]
+        sample["reference_rationale"] = f"rationale {k}: {HOSTILE}"
+    return samples
+
+
+def test_any_text_in_a_sample_stays_in_the_pages_data_and_shows_as_text():
+    samples = _hostile_samples()
+    page = validation.annotation_page(samples, "action_safety", "ann-1")
+    script = page.split("<script>")[1].split("</script>")[0]
+    assert page.count("<script>") == 1 and page.count("</script>") == 1 and "<!--" not in page
+    blob = script.split("const DATA = ")[1].split(";\nconst KEY")[0]
+    assert not set(blob) & {"<", ">", "&", "\u2028", "\u2029"}
+    data = json.loads(blob)
+    assert [s["target"] for s in data["samples"]] == [pages.shown(f"target {k}: {HOSTILE}") for k in range(3)]
+    assert data["samples"][0]["rationale"] == pages.shown(f"rationale 0: {HOSTILE}")
+    assert "\u2400nul [U+202E]RLO[U+202C]" in data["samples"][0]["context"]
+    assert not set(page) & set(pages.HIDDEN)
+
+
+def test_the_annotation_page_runs_only_its_own_script_and_style():
+    page = validation.annotation_page(_hostile_samples(), "action_safety", "ann-1")
+    head = page.split("<head>", 1)[1]
+    assert head.startswith('<meta charset="utf-8"><meta http-equiv="Content-Security-Policy"')
+    script = page.split("<script>")[1].split("</script>")[0]
+    style = page.split("<style>")[1].split("</style>")[0]
+    assert policy_of(page) == (f"default-src 'none'; script-src {sha256(script)}; style-src {sha256(style)}; "
+                               "base-uri 'none'; form-action 'none'")
+    assert page == validation.annotation_page(_hostile_samples(), "action_safety", "ann-1")  # same bytes
+
+
+def test_the_import_strips_the_quote_the_export_puts_before_formulas(tmp_path):
+    samples = {s["sample_id"]: s for s in validation.assign_annotators(_pool()[:2], ["a1"], 1)}
+    sid = sorted(samples)[0]
+    path = tmp_path / "a1.csv"
+    path.write_text(f"sample_id,annotator,axis,label,note\n{sid},a1,action_safety,Safe,\"'=HYPERLINK(1)\"\n"
+                    f"{sorted(samples)[1]},a1,action_safety,Unsafe,''quoted\n")
+    assert [row["note"] for _, row in validation._rows(path, validation.CSV_FIELDS)] == ["=HYPERLINK(1)", "'quoted"]
+    assert [r["labels"] for r in validation.import_labels(samples, [path])] == [["Safe"], ["Unsafe"]]
+
+
+def test_simulated_annotations_protect_their_cells(tmp_path, monkeypatch):
+    from aura_eval.simulator import planted
+
+    samples = validation.assign_annotators(_pool()[:1], ["a1"], 1)
+    write = tmp_path / "sample.jsonl"
+    write_jsonl(write, samples, key="sample_id")
+    monkeypatch.setattr(planted, "annotation_rows", lambda rows, simulation: [
+        {"sample_id": rows[0]["sample_id"], "annotator": "a1", "axis": "action_safety", "label": "Safe",
+         "note": "-1 says the simulator"}])
+    validation.simulate_annotations([write], [tmp_path / "a1.csv"], {})
+    assert (tmp_path / "a1.csv").read_text().splitlines()[1].endswith(",'-1 says the simulator")
+    assert [row["note"] for _, row in validation._rows(tmp_path / "a1.csv", validation.CSV_FIELDS)] == [
+        "-1 says the simulator"]
 
 
 SIX = [f"ann-{k}" for k in range(1, 7)]
@@ -197,37 +260,74 @@ def test_no_human_labels_gives_empty_statistics(samples):
 
 
 
+def _wait(check, seconds=10.0):
+    """Poll `check` until it holds or `seconds` pass (a loaded machine is slow, never wrong)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def _page_driver(tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
+                                       "download.prompt_for_download": False})
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    return driver, downloads
+
+
+def _text(driver, element_id):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id).text
+
+
+def _reload_when_saved(driver, labelled: str):
+    """Reload once the page says every label is saved, then wait for the new document (not the old
+    one, which shows the same progress) to have restored them. Reloading right after a click lost the
+    labels now and then: the page kept them in localStorage, whose writes a file:// page's next
+    document may read seconds late; the page now saves to IndexedDB and says when a write completed."""
+    assert _wait(lambda: _text(driver, "saved") == "saved in this browser"), _text(driver, "saved")
+    driver.execute_script("window.beforeReload = true;")
+    driver.refresh()
+    assert _wait(lambda: driver.execute_script("return window.beforeReload === undefined")
+                 and _text(driver, "progress") == labelled), _text(driver, "progress")
+
+
+def _export(driver, downloads, name):
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.ID, "export").click()
+    target = downloads / name
+    assert _wait(lambda: target.exists() and target.stat().st_size > 0)
+    return target
+
+
+def _csp_violations(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+
+
 def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     from selenium.webdriver.common.by import By
 
     samples = validation.assign_annotators(validation.audit_sample(_pool(), 5), ["ann-1"], 1)
     page = tmp_path / "ann-1_action_safety.html"
     page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
-                                       "download.prompt_for_download": False})
+    driver, downloads = _page_driver(tmp_path)
     try:
-        driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
         driver.get(page.as_uri())
-        assert "0 of 5 labelled" in driver.find_element(By.ID, "progress").text
+        assert _wait(lambda: _text(driver, "progress") == "0 of 5 labelled")
         driver.find_element(By.ID, "s1-Unsafe").click()
         driver.find_element(By.ID, "s3-Safe").click()
         driver.find_element(By.ID, "note-3").send_keys('says "fine", really')
-        driver.refresh()  # progress survives a reload (localStorage)
-        # The page restores its state after load: poll instead of reading once (CI saw a race here).
-        for _ in range(50):
-            if "2 of 5 labelled" in driver.find_element(By.ID, "progress").text:
-                break
-            time.sleep(0.1)
-        assert "2 of 5 labelled" in driver.find_element(By.ID, "progress").text
+        _reload_when_saved(driver, "2 of 5 labelled")  # labels survive a reload
         assert driver.find_element(By.ID, "s1-Unsafe").is_selected()
-        driver.find_element(By.ID, "export").click()
-        target = downloads / "ann-1_action_safety.csv"
-        for _ in range(50):
-            if target.exists() and target.stat().st_size:
-                break
-            time.sleep(0.1)
+        assert driver.find_element(By.ID, "note-3").get_attribute("value") == 'says "fine", really'
+        target = _export(driver, downloads, "ann-1_action_safety.csv")
+        assert _csp_violations(driver) == []
         rows = list(csv.DictReader(target.open()))
     finally:
         driver.quit()
@@ -276,3 +376,36 @@ def test_import_refuses_a_row_with_more_fields_than_the_header(tmp_path, samples
         validation.import_labels(samples, [path])
     assert str(err.value) == (f"{path}: row 3: 6 fields, but the header has 5 (sample_id,annotator,axis,label,note); "
                               f"quote a value that holds a comma")
+
+
+def test_hostile_samples_show_as_text_and_the_page_works_under_its_policy(tmp_path):
+    """Every sample shows, whatever markup its text holds; no script of the text runs; labels are
+    chosen, saved, survive a reload and export (a note that looks like a formula gets its quote)."""
+    from selenium.webdriver.common.by import By
+
+    samples = _hostile_samples(3)
+    page = tmp_path / "ann-1_action_safety.html"
+    page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
+    driver, downloads = _page_driver(tmp_path)
+    try:
+        driver.get(page.as_uri())
+        assert _wait(lambda: _text(driver, "progress") == "0 of 3 labelled")
+        shown = driver.execute_script(
+            "return Array.from(document.querySelectorAll('pre.target')).map(p => p.textContent);")
+        assert shown == [pages.shown(f"target {k}: {HOSTILE}") for k in range(3)]
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".sample")) == 3
+        assert driver.execute_script("return window.pwned === undefined && document.images.length === 0")
+        driver.find_element(By.ID, "s2-Unsafe").click()
+        driver.find_element(By.ID, "note-2").send_keys("=HYPERLINK(1)")
+        _reload_when_saved(driver, "1 of 3 labelled")
+        assert driver.find_element(By.ID, "s2-Unsafe").is_selected()
+        target = _export(driver, downloads, "ann-1_action_safety.csv")
+        assert driver.execute_script("return window.pwned === undefined")
+        assert _csp_violations(driver) == []
+    finally:
+        driver.quit()
+    assert target.read_text().splitlines()[1] == f'"{samples[1]["sample_id"]}","ann-1","action_safety","Unsafe",' \
+                                                 '"\'=HYPERLINK(1)"'
+    assert [row["note"] for _, row in validation._rows(target, validation.CSV_FIELDS)] == ["=HYPERLINK(1)"]
+    human = validation.import_labels({s["sample_id"]: s for s in samples}, [target])
+    assert [r["labels"] for r in human] == [[], ["Unsafe"], []]

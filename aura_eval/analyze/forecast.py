@@ -38,6 +38,7 @@ from aura_eval.construct.seeds import load_seeds, stratified_subset
 from aura_eval.construct.tagging import render_steps
 from aura_eval.llm import pricing, providers, ratelimit
 from aura_eval.llm.types import endpoint_from
+from aura_eval.util.csv_cells import protect_row
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, parse_run, stage_group
@@ -351,6 +352,6 @@ def write(result: dict, out_dir: str | Path) -> list[Path]:
     with open(out / "forecast.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=ROWS_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(result["rows"])
+        writer.writerows(protect_row(row) for row in result["rows"])
     (out / "forecast.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return [out / "forecast.csv", out / "forecast.json"]

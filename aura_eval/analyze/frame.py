@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze import reasons
+from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.table_files import write_csv
 from aura_eval.vocab import GROUP_MARK, REACT, builder, parse_run
@@ -42,7 +43,7 @@ def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: 
 # -- the jobs: the frame, and one registered builder per table (aura_eval.vocab.TABLES) --------
 
 def read_frame(path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
+    return read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
                                     "detection": "object", "action_type": "object", "safety": "object"})
 
 

@@ -19,12 +19,13 @@ import csv
 import functools
 import html
 import io
-import json
 from pathlib import Path
 
 import jinja2
 
+from aura_eval.util.csv_cells import protect_row, unprotect_row
 from aura_eval.util.jsonl import InputError, atomic_write_text, read_jsonl, write_jsonl
+from aura_eval.util.pages import finish, script_json, shown_data
 from aura_eval.util.prompts import load_prompt
 from aura_eval.evaluate.rollout import render_context
 from aura_eval.util.stats import consensus, vote
@@ -133,7 +134,8 @@ def _page_template():
     Samples, the annotator's name and the rubric are passed to it as values, never
     made part of template source, so braces or "{%" in them are printed as text.
     Autoescape is off because annotation_page escapes each value itself (html.escape,
-    and "</" in the JSON blob); keep_trailing_newline keeps the file's final newline.
+    and aura_eval.util.pages.script_json for the JSON blob); keep_trailing_newline keeps the
+    file's final newline.
     """
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
@@ -151,16 +153,19 @@ def rubric_text(axis: str) -> str:
 
 
 def annotation_page(samples: list[dict], axis: str, annotator: str) -> str:
-    """The self-contained page for one annotator and axis; no judge label is in it."""
-    page_samples = [{"n": n, "sample_id": s["sample_id"], "profile": s["profile"],
-                     "context": render_context(s), "target": s["target"], "rationale": s["reference_rationale"]}
+    """The self-contained page for one annotator and axis; no judge label is in it.
+
+    Any text shows as text (aura_eval.util.pages): the samples' text, with NUL and bidirectional
+    controls as visible marks, sits in a JSON blob no text can break out of, and the page carries
+    a Content-Security-Policy that runs only its own script."""
+    page_samples = [{"n": n, "sample_id": s["sample_id"],
+                     **shown_data({"profile": s["profile"], "context": render_context(s), "target": s["target"],
+                                   "rationale": s["reference_rationale"]})}
                     for n, s in enumerate(samples, start=1)]
     data = {"annotator": annotator, "axis": axis, "options": AXIS_LABELS[axis],
             "target_title": TARGET_TITLE[axis], "samples": page_samples}
-    # Escape "</" so no text inside the data can close the script element.
-    blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    return _page_template().render(axis_title=axis.replace("_", " "), annotator=html.escape(annotator),
-                                   rubric=html.escape(rubric_text(axis)), data=blob)
+    return finish(_page_template().render(axis_title=axis.replace("_", " "), annotator=html.escape(annotator),
+                                          rubric=html.escape(rubric_text(axis)), data=script_json(data)))
 
 
 # -- importing labels --------------------------------------------------------------
@@ -183,8 +188,10 @@ def _csv_text(path: Path) -> str:
 
 
 def _rows(path: Path, fields: list[str]):
-    """(row number, row) of a CSV with exactly the header `fields` (the header is row 1). A row with
-    more fields than the header raises InputError naming the file and row."""
+    """(row number, row) of a labels CSV with exactly the header `fields` (the header is row 1), each
+    cell without the one leading "'" the pages' export (and simulate_annotations) put before text a
+    spreadsheet would run (aura_eval.util.csv_cells). A row with more fields than the header raises
+    InputError naming the file and row."""
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
     if reader.fieldnames != fields:
         raise InputError(f"{path}: header must be {','.join(fields)}, got {','.join(reader.fieldnames or [])}")
@@ -192,7 +199,7 @@ def _rows(path: Path, fields: list[str]):
         if None in row:  # DictReader's restkey: the fields past the header's
             raise InputError(f"{path}: row {number}: {len(fields) + len(row[None])} fields, but the header has "
                              f"{len(fields)} ({','.join(fields)}); quote a value that holds a comma")
-        yield number, row
+        yield number, unprotect_row(row)
 
 
 def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=None) -> list[dict]:
@@ -310,7 +317,7 @@ def simulate_annotations(sample_paths, out_paths, simulation: dict) -> dict:
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(mine)
+        writer.writerows(protect_row(r) for r in mine)
         atomic_write_text(path, text.getvalue())
         counts[annotator] = len(mine)
     return counts

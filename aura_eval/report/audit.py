@@ -19,7 +19,6 @@ per item), so the whole evaluation is never in memory at once.
 from __future__ import annotations
 
 import difflib
-import json
 import shutil
 from pathlib import Path
 
@@ -27,7 +26,9 @@ import jinja2
 import markupsafe
 
 from aura_eval.construct.funnel import loss_text, losses
+from aura_eval.util.csv_cells import read_csv, unprotect_frame
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
+from aura_eval.util.pages import finish, script_json, shown_data
 from aura_eval.vocab import (ACTION_TYPES, AXES, AXIS_LABELS, DETECTION_LEVELS, LOSS_REASONS, LOSS_STAGES, parse_run,
                              reason_category, reason_kind)
 
@@ -121,7 +122,8 @@ def _env(autoescape: bool) -> jinja2.Environment:
 
 
 def _blob(data) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """The data a page's script reads: its text with hidden characters marked, safe inside <script>."""
+    return script_json(shown_data(data), separators=(",", ":"))
 
 
 def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None) -> str:
@@ -132,7 +134,9 @@ def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None
               "meanings": {kind: LOSS_REASONS.get(reason_category(kind), "") for kind in kinds}}
     data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [], "losses": losses,
             "codes": {"detection": [x[-1] for x in DETECTION_LEVELS], "action_type": [x[-1] for x in ACTION_TYPES]}}
-    return _env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS)
+    # the index adds cells/<table>.js when a cell's link asks for it: 'strict-dynamic'
+    return finish(_env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS),
+                  loads_scripts=True)
 
 
 class Calls:
@@ -233,9 +237,9 @@ def build(inputs: dict, out_dir) -> dict:
     for iid in sorted(released | set(excluded)):
         context = _item_context(iid, by_item.get(iid), excluded.get(iid), facts.get(iid, {}), seeds, tags, prefixes,
                                 variations, reviews, pool, pairs, pair_reviews, pair_of_source, calls)
-        (items_dir / f"{iid}.html").write_text(page.render(**context, runs_html=fragments.get(iid, []),
-                                                           finals=finals.get(iid, []), axes=AXES,
-                                                           sections=SECTIONS, css=CSS), encoding="utf-8")
+        (items_dir / f"{iid}.html").write_text(finish(page.render(**context, runs_html=fragments.get(iid, []),
+                                                                  finals=finals.get(iid, []), axes=AXES,
+                                                                  sections=SECTIONS, css=CSS)), encoding="utf-8")
     rows = index_rows(items, excluded, facts, runs, codes)
     members = Members(rows, runs, inputs.get("frame"))
     tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR, members)
@@ -259,9 +263,7 @@ class Members:
         self.pairs: list[int] = []
         self.position: dict[tuple[int, int], int] = {}
         if frame_path:
-            import pandas as pd
-
-            frame = pd.read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
+            frame = read_csv(frame_path, usecols=["run", "item_id"], dtype=str)
             for item, run in zip(frame["item_id"], frame["run"]):
                 self._add((self.row_at.get(item, -1), self.run_at.get(run, -1)))
 
@@ -292,7 +294,7 @@ def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
     for path in map(Path, paths):
         name = path.name[:-len(".cells.json")]
         recorded = cells.read(path)
-        table = pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False)
+        table = unprotect_frame(pd.read_csv(path.with_name(f"{name}.csv"), dtype=str, keep_default_na=False))
         keys = [c for c in table.columns if c in table_files.KEY_COLUMNS  # the model cell names its run
                 and not (c == "run" and "model" in table.columns)]
         rows = {pos: {"name": " · ".join(table.iloc[int(pos)][c] for c in keys if table.iloc[int(pos)][c]),
@@ -301,7 +303,7 @@ def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
                 for pos, columns in recorded.items()}
         headers = {c: table_files.header(c, name) for m in recorded.values() for c in m} | {cells.ROW: "the row"}
         data = {"caption": TABLES[name].caption, "headers": headers, "rows": rows}
-        atomic_write_text(out_dir / f"{name}.js", f"AUDIT_CELLS[{json.dumps(name)}] = {_blob(data)};\n")
+        atomic_write_text(out_dir / f"{name}.js", f"AUDIT_CELLS[{script_json(name)}] = {_blob(data)};\n")
     return len(paths)
 
 

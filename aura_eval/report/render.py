@@ -17,6 +17,11 @@ This module also writes the report's own includes (names starting with `_`):
   said once at the top of the results;
 Each figure's image gets the width it was drawn for (its pixels at its dpi), never wider than
 the page, and the source gets the report's screen and print styles (STYLE).
+
+The report shows text as written: Markdown is read without smart typography (READER; Quarto by the
+`from:` of paper/report.qmd), so quotes and `--` in quoted trajectories stay as they are; NUL and
+bidirectional controls show as visible marks (aura_eval.util.pages.shown), and the page carries a
+Content-Security-Policy allowing only its own inline scripts and styles and its data: images.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from pathlib import Path
 import pandas as pd
 
 from aura_eval.report import paper_numbers
+from aura_eval.util.csv_cells import read_csv
+from aura_eval.util.pages import finish, shown
 from aura_eval.util.table_files import markdown
 from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
 
@@ -38,6 +45,7 @@ DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
 IMAGE = re.compile(r"^!\[(?P<caption>[^\n]*)\]\((?P<path>figures/[^)\s]+\.png)\)(?P<attrs>\{[^}]*\})?\s*$", re.M)
 REPORT_DIR = "results/report"  # where report.html lies, relative to the workflow's directory
+READER = "markdown-smart"  # pandoc's Markdown without smart quotes and dashes: text as written
 
 # Shown at the top of a simulated run's report, and on every screen and printed page after it.
 SIMULATION_BANNER = """
@@ -124,14 +132,14 @@ def _after_front_matter(text: str, block: str) -> str:
 
 def csv_to_markdown(path: Path) -> str:
     path = Path(path)
-    return markdown(pd.read_csv(path, keep_default_na=True), path.stem)
+    return markdown(read_csv(path, keep_default_na=True), path.stem)
 
 
 # -- the report's own includes ------------------------------------------------------------------
 
 def _csv(tables: Path, name: str) -> pd.DataFrame | None:
     path = tables / f"{name}.csv"
-    return pd.read_csv(path) if path.is_file() else None
+    return read_csv(path) if path.is_file() else None
 
 
 def _count(value) -> str:
@@ -279,11 +287,11 @@ def prepare(source: Path, files: list, build: Path, simulated: bool = False, sou
         if path.parent.name == "figures":
             shutil.copy(path, build / "figures" / path.name)
         elif path.suffix == ".md":
-            shutil.copy(path, build / "tables" / path.name)
+            (build / "tables" / path.name).write_text(shown(path.read_text(encoding="utf-8")), encoding="utf-8")
         elif path.suffix == ".csv":
             shutil.copy(path, build / "tables" / path.name)  # read by the report's own includes
             if path.with_suffix(".md") not in paths:
-                (build / "tables" / f"{path.stem}.md").write_text(csv_to_markdown(path), encoding="utf-8")
+                (build / "tables" / f"{path.stem}.md").write_text(shown(csv_to_markdown(path)), encoding="utf-8")
     tables = build / "tables"
     (tables / "_run.md").write_text(run_markdown(tables, configfiles), encoding="utf-8")
     (tables / "_sources.md").write_text(sources_markdown(sources or {}), encoding="utf-8")
@@ -318,19 +326,23 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
         sources = resolve_sources(out_html.parent.parent.parent)
     qmd = prepare(Path(source), files, build, simulated, sources, configfiles, reference, deviations)
     if shutil.which("quarto"):
+        # the source's front matter has Quarto read it as READER (`from:`)
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)
         shutil.move(build / out_html.name, out_html)
-        return "quarto"
-    import pypandoc
+        engine = "quarto"
+    else:
+        import pypandoc
 
-    markdown_file = build / "report.md"
-    markdown_file.write_text(resolve_includes(qmd.read_text(encoding="utf-8"), build), encoding="utf-8")
-    # --columns: pipe tables wider than it would get fixed relative column widths; the browser's own
-    # layout (and the report's style) fits them better.
-    subprocess.run([pypandoc.get_pandoc_path(), markdown_file.name, "--from", "markdown", "--to", "html5",
-                    "--standalone", "--embed-resources", "--toc", "--toc-depth", "3", "--resource-path", ".",
-                    "--columns", "100000", "--variable", "maxwidth=75em",
-                    "--output", str(out_html)], cwd=build, check=True)
-    return "pandoc"
+        markdown_file = build / "report.md"
+        markdown_file.write_text(resolve_includes(qmd.read_text(encoding="utf-8"), build), encoding="utf-8")
+        # --columns: pipe tables wider than it would get fixed relative column widths; the browser's own
+        # layout (and the report's style) fits them better.
+        subprocess.run([pypandoc.get_pandoc_path(), markdown_file.name, "--from", READER, "--to", "html5",
+                        "--standalone", "--embed-resources", "--toc", "--toc-depth", "3", "--resource-path", ".",
+                        "--columns", "100000", "--variable", "maxwidth=75em",
+                        "--output", str(out_html)], cwd=build, check=True)
+        engine = "pandoc"
+    out_html.write_text(finish(out_html.read_text(encoding="utf-8")), encoding="utf-8")
+    return engine
 

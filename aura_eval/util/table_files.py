@@ -17,7 +17,7 @@ import re
 
 import pandas as pd
 
-from aura_eval.util import cells
+from aura_eval.util import cells, csv_cells
 from aura_eval.util.jsonl import atomic_write_text
 from aura_eval.vocab import LOSS_STAGES, TABLES, builder_of
 
@@ -106,7 +106,9 @@ NO_REASON = "No rows in this run."
 
 
 def write_csv(df: pd.DataFrame, path) -> None:
-    atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))
+    """`df` as CSV, its text cells protected from spreadsheets (aura_eval.util.csv_cells; read it back
+    with csv_cells.read_csv)."""
+    atomic_write_text(path, csv_cells.frame_csv(df))
 
 
 def explain(df: pd.DataFrame, empty_reason: str | None = None, note: str | None = None) -> pd.DataFrame:
