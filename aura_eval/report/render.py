@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from aura_eval.report import paper_numbers
+from aura_eval.util.jsonl import atomic_target
 from aura_eval.util.table_files import markdown
 from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
 
@@ -320,7 +321,9 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
     if shutil.which("quarto"):
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)
-        shutil.move(build / out_html.name, out_html)
+        with atomic_target(out_html) as tmp:  # copied beside the report, then renamed over it
+            shutil.copyfile(build / out_html.name, tmp)
+        (build / out_html.name).unlink()
         return "quarto"
     import pypandoc
 
@@ -328,9 +331,10 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
     markdown_file.write_text(resolve_includes(qmd.read_text(encoding="utf-8"), build), encoding="utf-8")
     # --columns: pipe tables wider than it would get fixed relative column widths; the browser's own
     # layout (and the report's style) fits them better.
-    subprocess.run([pypandoc.get_pandoc_path(), markdown_file.name, "--from", "markdown", "--to", "html5",
-                    "--standalone", "--embed-resources", "--toc", "--toc-depth", "3", "--resource-path", ".",
-                    "--columns", "100000", "--variable", "maxwidth=75em",
-                    "--output", str(out_html)], cwd=build, check=True)
+    with atomic_target(out_html) as tmp:  # pandoc writes beside the report; the rename puts it in place
+        subprocess.run([pypandoc.get_pandoc_path(), markdown_file.name, "--from", "markdown", "--to", "html5",
+                        "--standalone", "--embed-resources", "--toc", "--toc-depth", "3", "--resource-path", ".",
+                        "--columns", "100000", "--variable", "maxwidth=75em",
+                        "--output", str(tmp)], cwd=build, check=True)
     return "pandoc"
 
