@@ -4,7 +4,9 @@
   request description of about 2 KB (a rendered prompt) and a response of about 2 KB, with checksums;
 - times `llm.cache.check_at_start` (what the Snakefile's onstart runs: `PRAGMA quick_check`, the
   write probe, the row count) warm (the file in the page cache: the median of three) and cold (the
-  file's pages dropped from the page cache with posix_fadvise(DONTNEED) first: the median of three);
+  file's pages dropped from the page cache with posix_fadvise(DONTNEED) first: the median of three),
+  beside the time to read the whole file once, cold (what the disk allows), and `PRAGMA quick_check`
+  alone, cold, without the start check's read-ahead;
 - times `python -m aura_eval cache check`'s work (integrity_check and every checksum) warm;
 - damages two copies, 4 KB of random bytes written over the middle and the file cut to half its
   size, and repairs each (`tools.cache_repair.repair`): the answers kept and lost, and the time.
@@ -15,6 +17,7 @@ temporary folder, removed after); they take about 4 x the cache's size at the pe
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -66,6 +69,18 @@ def drop_from_page_cache(path: Path) -> None:
         os.close(fd)
 
 
+def read_all(path: Path) -> None:
+    with open(path, "rb", buffering=0) as f:
+        while f.read(1 << 20):
+            pass
+
+
+def quick_check(path: Path) -> None:
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    db.close()
+
+
 def timed(fn) -> float:
     started = time.perf_counter()
     fn()
@@ -74,7 +89,7 @@ def timed(fn) -> float:
 
 def main() -> None:
     from aura_eval.llm.cache import check_at_start
-    from aura_eval.tools.cache_repair import answers_held, check, repair
+    from aura_eval.tools.cache_repair import answers_held, check, repair, repair_text
 
     keep = os.environ.get("BENCH_DIR")
     folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-cache-"))
@@ -95,6 +110,10 @@ def main() -> None:
             cold.append(timed(lambda: check_at_start(path)))
         report["start_check_cold_s"] = round(statistics.median(cold), 3)
         report["start_check_cold_runs_s"] = [round(t, 3) for t in cold]
+        drop_from_page_cache(path)  # the disk's own speed: the whole file read once, cold
+        report["file_read_cold_s"] = round(timed(lambda: read_all(path)), 3)
+        drop_from_page_cache(path)  # quick_check alone, cold: it reads the pages in b-tree order
+        report["quick_check_alone_cold_s"] = round(timed(lambda: quick_check(path)), 3)
         check(path)
         started = time.perf_counter()
         text, intact = check(path)
@@ -112,8 +131,10 @@ def main() -> None:
                 os.truncate(damaged, size // 2)
             done = repair(damaged)
             a = done["answers"]
-            report[kind] = {"kept": a.kept, "held": answers_held(a), "lost": answers_held(a) - a.kept,
-                            "refused": a.dropped, "unreadable": a.unreadable, "repair_s": done["seconds"]}
+            report[kind] = {"kept": a.kept, "held_at_least": answers_held(a), "held_estimated": max(answers_held(a),
+                                                                                                a.estimated),
+                            "lost": N_ROWS - a.kept, "refused": a.dropped, "unreadable": a.unreadable,
+                            "repair_s": done["seconds"], "printed": repair_text(done)}
             for f in folder.glob(f"{kind}.sqlite*"):
                 f.unlink()
     finally:

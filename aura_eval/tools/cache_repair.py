@@ -53,6 +53,7 @@ class TableCount:
     highest: int = 0  # the highest rowid read
     tail_lost: bool = False  # nothing could be read past some rowid
     named: int = 0  # answers only: the highest rowid the table's b-tree still names (how many the file held)
+    estimated: int = 0  # answers only: the highest rowid estimated where the b-tree's right-most path breaks
     why: dict = field(default_factory=dict)  # reason -> answers dropped for it
 
 
@@ -119,13 +120,15 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
     return (value << 8) | data[at + 8], at + 9
 
 
-def highest_rowid_named(copy: Path, root: int, page_size: int) -> int:
-    """The highest rowid the table's b-tree still names down its right-most path, read from the raw
-    pages: each interior page's last divider (every row to its right has a larger rowid) and, if the
-    path reaches it, the right-most leaf's last rowid. A file cut short still has its root (an early
+def highest_rowid_named(copy: Path, root: int, page_size: int) -> tuple[int, int]:
+    """(the highest rowid the table's b-tree still names, an estimate of its highest rowid), read
+    from the raw pages down the right-most path: each interior page's last divider (every row to its
+    right has a larger rowid) and, if the path reaches it, the right-most leaf's last rowid, which
+    is then exact. Where the path breaks, the subtree right of the last divider is estimated as
+    large as that page's other subtrees on average. A file cut short still has its root (an early
     page), so this tells how many answers it held (their rowids are dense: answers are never
-    deleted) even where the rows themselves are gone. 0 where the root does not parse."""
-    highest, page, seen = 0, root, set()
+    deleted) where the rows themselves are gone. (0, 0) where the root does not parse."""
+    highest, page, seen, low, estimate = 0, root, set(), 0, 0
     with open(copy, "rb") as f:
         while page and page not in seen:
             seen.add(page)
@@ -138,7 +141,7 @@ def highest_rowid_named(copy: Path, root: int, page_size: int) -> int:
             cells = int.from_bytes(data[head + 3:head + 5], "big")
             pointers = head + (12 if interior else 8)
             try:
-                last = 0
+                last = low
                 for k in range(cells):
                     at = int.from_bytes(data[pointers + 2 * k:pointers + 2 * k + 2], "big")
                     if not pointers + 2 * cells <= at < page_size:
@@ -153,8 +156,11 @@ def highest_rowid_named(copy: Path, root: int, page_size: int) -> int:
             except (ValueError, IndexError):
                 break
             highest = max(highest, last)
-            page = int.from_bytes(data[head + 8:head + 12], "big") if interior else 0
-    return highest
+            if not interior:
+                return highest, highest
+            estimate = last + (last - low) // max(cells, 1)
+            low, page = last, int.from_bytes(data[head + 8:head + 12], "big")
+    return highest, max(highest, estimate)
 
 
 def _text(value) -> str | None:
@@ -352,7 +358,8 @@ def repair(cache_path) -> dict:
                     counts[name].why[str(err)] = 0
             roots = dict(_roots(src))
             if "responses" in roots:
-                counts["responses"].named = highest_rowid_named(copy, roots["responses"], found["page_size"])
+                counts["responses"].named, counts["responses"].estimated = highest_rowid_named(
+                    copy, roots["responses"], found["page_size"])
             for kind, name, sql in schema:
                 if kind == "index":
                     try:
@@ -411,9 +418,10 @@ def repair_text(done: dict) -> str:
              f"held; lost {held - a.kept:,} ({a.dropped:,} read but refused, {a.unreadable:,} unreadable"
              + (f", {past:,} past rowid {a.highest:,}, where the file can no longer be read" if past > 0 else "")
              + ")"]
-    if a.tail_lost:
-        lines.append(f"  nothing reads past rowid {a.highest:,}; the table's b-tree names rows up to {held:,} at "
-                     f"least (a few more may have followed)")
+    if a.tail_lost and a.estimated > held:
+        lines.append(f"  nothing reads past rowid {a.highest:,}, and the table's b-tree names rows up to {held:,}: "
+                     f"the file held at least {held:,} answers, about {a.estimated:,} (so about "
+                     f"{a.estimated - a.kept:,} lost)")
     for why, n in sorted(a.why.items()):
         lines.append(f"  refused: {n:,} {why}")
     for name, t in sorted(done["tables"].items()):
@@ -441,10 +449,19 @@ def check(cache_path) -> tuple[str, bool]:
     size = f"{path.stat().st_size:,} bytes" + (f" (+ {wal.name} {wal.stat().st_size:,} bytes of answers not yet "
                                                f"folded in: never delete it)" if has_wal_content(path) else "")
     lines, ok = [f"{path}: {size}"], True
+    with open(path, "rb") as f:
+        head = f.read(100)
+    try:
+        page_size, pages = header_pages(head, path)
+    except RepairError as err:
+        return "\n".join(lines + [f"  DAMAGED: {err}".replace("cache repair: ", "")]) + "\n", False
+    if pages and pages * page_size > path.stat().st_size:
+        ok = False
+        lines.append(f"  cut short: {path.stat().st_size:,} of the {pages * page_size:,} bytes its header names")
     try:
         db = connect_readonly(path, purpose="cache check")
     except CacheError as err:
-        return "\n".join(lines + [f"  cannot be opened: {err}"]) + "\n", False
+        return "\n".join(lines + [f"  cannot be opened: {err}"]) + "\n", False  # it names the repair
     db.text_factory = bytes
     try:
         try:
