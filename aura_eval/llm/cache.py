@@ -504,8 +504,9 @@ def check_at_start(path, *, replay: bool = False, allow_network_fs: bool = False
             if not replay:
                 db.execute("BEGIN IMMEDIATE")  # can this user write it? (nothing is written)
                 db.execute("ROLLBACK")
-                if folded:
-                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                if folded:  # copied into the file, without waiting for any other process
+                    _, logged, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    folded = logged == copied
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             rows = db.execute("SELECT count(*) FROM responses").fetchone()[0] if "responses" in tables else 0
         except sqlite3.Error as err:
