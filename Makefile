@@ -71,6 +71,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_simulator.py
 	$(BIN)/python benchmarks/bench_coverage.py
 	$(BIN)/python benchmarks/bench_call_tables.py
+	$(BIN)/python benchmarks/bench_cache_check.py
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
 
 # Keeps results/README.md (what lands where) and the response cache.

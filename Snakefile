@@ -27,12 +27,21 @@ include: "rules/audit.smk"
 include: "rules/report.smk"
 
 
-# Before the first job of a real run (a dry run makes no call, so needs no key, nor a cache).
+# Before the first job of a real run (a dry run makes no call, so needs no key, nor a cache): the
+# keys, and the cache file once (its place, `PRAGMA quick_check`, a new file announced, a replay's
+# file present and readable).
 onstart:
     try:
         check_keys(config, os.environ)
-        check_cache_location(config["llm"]["cache"], CALL_SETTINGS.cache_on_network_fs)
-    except (ConfigError, CacheLocationError) as err:
+        # A run of simulated models only never reads nor writes answers in the cache: nothing to check.
+        if not all(is_simulated(config["models"][name]["model"]) for name in used_models(config)):
+            for note in check_at_start(
+                config["llm"]["cache"],
+                replay=bool(config["llm"].get("replay")),
+                allow_network_fs=CALL_SETTINGS.cache_on_network_fs,
+            ):
+                print(note, file=sys.stderr)
+    except (ConfigError, CacheLocationError, CacheError) as err:
         raise WorkflowError(str(err)) from None
 
 

@@ -1,16 +1,20 @@
 """The package's command line: `python -m aura_eval <command>`.
 
-    python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR]
+    python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR] [--logs DIR]
+    python -m aura_eval cache check <cache>
+    python -m aura_eval cache repair <cache>
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
     python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
 
-See `aura_eval.tools.cache_explain`, `aura_eval.tools.pack` and `aura_eval.analyze.forecast`. Errors print one line and exit 1.
+See `aura_eval.tools.cache_explain`, `aura_eval.tools.cache_repair`, `aura_eval.tools.pack` and
+`aura_eval.analyze.forecast`. Errors print one line and exit 1; `cache check` also exits 1 on a damaged file.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 
@@ -24,6 +28,12 @@ def main(argv=None) -> int:
     explain.add_argument("query", help="an item id, or the first hex digits of a cache key (the call log's key)")
     explain.add_argument("--stage", help="only call-log rows and misses of this stage")
     explain.add_argument("--results", default="results", help="the results folder whose calls/ to read")
+    explain.add_argument("--logs", default="logs", help="the job logs' folder (where a replay logs its misses)")
+    check = cache_commands.add_parser("check", help="rows, size and integrity of a cache file (read-only)")
+    check.add_argument("cache", help="the cache file (llm.cache)")
+    repair = cache_commands.add_parser("repair", help="salvage a damaged cache file: keep every intact answer, "
+                                                      "move the damaged file aside")
+    repair.add_argument("cache", help="the cache file (llm.cache); no run may be using it")
     pack = commands.add_parser("pack", help="a finished run as one .tar.gz with a MANIFEST of sha256 checksums")
     pack.add_argument("out")
     pack.add_argument("--configfile", default="config/config.yaml", help="the config the run used")
@@ -61,13 +71,27 @@ def main(argv=None) -> int:
         sys.stdout.write(fc.text(result))
         print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))
         return 0
+    from aura_eval.llm.cache import CacheError
+    from aura_eval.tools.cache_repair import RepairError
     from aura_eval.tools.pack import PackError
 
     try:
+        if args.command == "cache" and args.cache_command == "check":
+            from aura_eval.tools.cache_repair import check as run_check
+
+            text, intact = run_check(args.cache)
+            sys.stdout.write(text)
+            return 0 if intact else 1
+        if args.command == "cache" and args.cache_command == "repair":
+            from aura_eval.tools.cache_repair import repair as run_repair, repair_text
+
+            sys.stdout.write(repair_text(run_repair(args.cache)))
+            return 0
         if args.command == "cache":
             from aura_eval.tools.cache_explain import explain as run_explain
 
-            text, found = run_explain(args.cache, args.query, stage=args.stage, results=args.results)
+            text, found = run_explain(args.cache, args.query, stage=args.stage, results=args.results,
+                                      logs=args.logs)
             sys.stdout.write(text)
             return 0 if found else 1
         if args.command == "pack":
@@ -88,8 +112,13 @@ def main(argv=None) -> int:
               f"data/human/; replay offline with:\n  {done['replay']}\n"
               f"then compare: python -m aura_eval.tools.digest . | diff - packed/STABLE_DIGESTS.sha256")
         return 0
-    except (PackError, OSError) as err:
+    except (PackError, RepairError, CacheError, OSError) as err:
         print("error: " + " ".join(str(err).split()), file=sys.stderr)  # one line, whatever the message holds
+        return 1
+    except sqlite3.Error as err:  # the cache commands' file: named, with what to do
+        from aura_eval.llm.cache import cache_error
+
+        print(f"error: {cache_error(args.cache, err)}", file=sys.stderr)
         return 1
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
+from aura_eval.llm.cache import CacheError
 from aura_eval.llm.types import STATUSES, Request, Result
 
 
@@ -42,11 +43,19 @@ def empty_problem(stage: str, calls: list[dict]) -> str | None:
                                                                        if counts[s]))
 
 
+def cache_exit(stage: str, err: CacheError) -> SystemExit:
+    """The end of a job whose cache file cannot be used: one message in its log (the file, what is
+    wrong, what to do), no traceback."""
+    return SystemExit(f"{stage}: {err}")
+
+
 class StageRun:
     """One model job: `with StageRun(...) as run:` ask, write; on leaving, the call log is
     written and the summary printed (not after an error: a failed job leaves no call log).
     Then the failure policy: failed calls beyond `llm.max_failed_share` (default none) fail
-    the job with StageFailed, after every output is written and every success cached."""
+    the job with StageFailed, after every output is written and every success cached. A cache
+    file that cannot be used (damaged, locked, unwritable: `llm.cache.CacheError`) ends the job
+    with SystemExit and one message naming the file, never a traceback."""
 
     def __init__(self, stage: str, llm: dict, calls_path, threads: int | None = None, progress: bool = True):
         # The client is imported here, once for the whole package; it loads litellm (seconds)
@@ -59,7 +68,10 @@ class StageRun:
         if threads:
             local.set_threads(threads)
         self.stage, self.calls_path = stage, calls_path
-        self.client = ModelClient(llm, stage=stage, progress=progress)
+        try:
+            self.client = ModelClient(llm, stage=stage, progress=progress)
+        except CacheError as err:
+            raise cache_exit(stage, err) from None
         self.max_failed_share = self.client.call.max_failed_share
         print(f"{stage}: call settings: {self.client.call.shown()}", file=sys.stderr)
         self.written: list[str] = []
@@ -68,6 +80,8 @@ class StageRun:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if isinstance(exc, CacheError):
+            raise cache_exit(self.stage, exc) from None
         if exc_type is not None:
             return
         self.client.write_call_log(self.calls_path)
@@ -76,6 +90,10 @@ class StageRun:
         waited = sum(call["wait_s"] or 0 for call in self.client.calls)
         print(f"{self.stage}: {len(self.client.calls)} requests ({outcome}), {self.client.calls_made} calls made, "
               f"{waited:.1f} s waited between attempts; wrote {'; '.join(self.written)}", file=sys.stderr)
+        damaged = self.client.cache.damaged
+        if damaged:
+            print(f"WARNING: {self.stage}: {len(damaged)} cached answer(s) in {self.client.cache.path} failed their "
+                  f"checksum (damaged rows): not used, asked again and replaced", file=sys.stderr)
         empty = empty_problem(self.stage, self.client.calls)
         if empty:
             print(f"WARNING: {empty}", file=sys.stderr)

@@ -13,7 +13,7 @@ from aura_eval.llm.settings import CallSettings, answer_entry
 from aura_eval.llm.providers import is_simulated
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
-from aura_eval.llm.cache import CacheLocationError, check_cache_location
+from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        fill_defaults, used_models)

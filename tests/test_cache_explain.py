@@ -94,7 +94,7 @@ judge:a  item y.original  endpoint judge-1  sample 0  prompt judge_detection v2 
 judge:a  item z.original  endpoint judge-1  sample 0  prompt judge_detection v2  key ffffffffffffffff
   call log: failed, not cached: Timeout: slow
   cache: does not hold it
-  its request description is not stored (the cache keeps those of replay misses and failed calls only)
+  its request description is not stored (the cache keeps those of failed calls, the job logs those of replay misses)
 """
     text, _ = explain(cache, "s.original", stage="sim", results=results)
     assert text == ("sim  item s.original  endpoint judge-1  sample 0  prompt judge_detection v2  key eeeeeeeeeeeeeeee\n"

@@ -1,5 +1,6 @@
 """The model module: cache, retries, failures, parsing, replay, concurrency, secrets."""
 
+import json
 import multiprocessing
 import os
 
@@ -251,15 +252,22 @@ def test_a_cache_row_without_provenance_still_answers(stub, llm_settings):
     assert client.calls[0]["response_id"] is None and client.calls[0]["tokens_in"] == 3
 
 
-def test_a_replay_miss_and_a_failed_call_keep_their_description(stub, llm_settings):
+def test_a_replay_miss_and_a_failed_call_keep_their_description(stub, llm_settings, capsys):
+    """A failed call's description goes to the cache's misses table; a replay writes nothing to the
+    cache, so its miss's description goes to the job's log, where `cache explain` reads it."""
     stub.state.default = "401"
     (failed,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
     assert failed.status == "failed" and failed.call["params"] == {"temperature": 0.0}
+    capsys.readouterr()
     with pytest.raises(CacheMissError, match="cache explain"):
         ModelClient({**llm_settings, "replay": True}, "t", progress=False).run(make_requests(stub, 1, sample=2))
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("replay miss: ")]
+    logged = json.loads(line[len("replay miss: "):])
+    assert (logged["stage"], logged["item_id"], logged["prompt"], logged["request"]["sample"]) == ("t", "item-00",
+                                                                                                   "p_test", 2)
     cache = ResponseCache(llm_settings["cache"])
     misses = cache._db.execute("SELECT reason, item_id, stage, prompt FROM misses ORDER BY reason").fetchall()
-    assert misses == [("failed", "item-00", "t", "p_test"), ("replay miss", "item-00", "t", "p_test")]
+    assert misses == [("failed", "item-00", "t", "p_test")]
     assert len(cache) == 0
 
 

@@ -24,7 +24,7 @@ import pandas as pd  # noqa: E402
 
 from aura_eval import vocab  # noqa: E402
 from aura_eval.analyze.frame import read_frame  # noqa: E402
-from aura_eval.util.jsonl import read_jsonl  # noqa: E402
+from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl  # noqa: E402
 from aura_eval.vocab import DOMAINS, NSP, PAIR_LABELS, REACT, builder  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "aura-eval"  # fixed ids in SVG output
@@ -46,16 +46,19 @@ _CLIP_ID = re.compile(r'<clipPath id="(p[0-9a-f]{10})">')
 def save(fig, png, svg) -> None:
     """Write both formats without timestamps, so a rerun is byte-identical. matplotlib names an
     SVG clip rectangle by a hash of its exact float bounds, which can differ in the last bit
-    between processes (the layout's arithmetic); the ids are renamed in document order."""
-    fig.savefig(png, dpi=150, metadata={"Software": None})
+    between processes (the layout's arithmetic); the ids are renamed in document order. Both are
+    drawn in memory first, then each file written through a temporary file and a rename, so a
+    killed job never leaves a cut or empty figure."""
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=150, metadata={"Software": None})
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buffer.getvalue()
     for n, old in enumerate(_CLIP_ID.findall(text)):
         text = text.replace(old, f"clip{n}")
-    with open(svg, "w", encoding="utf-8", newline="\n") as out:
-        out.write(text)
+    atomic_write_bytes(png, image.getvalue())
+    atomic_write_text(svg, text)
 
 
 def no_data(ax, message="no data in this run") -> None:

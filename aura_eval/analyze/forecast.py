@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import string
@@ -39,7 +40,7 @@ from aura_eval.construct.tagging import render_steps
 from aura_eval.llm import pricing, providers, ratelimit
 from aura_eval.llm.types import endpoint_from
 from aura_eval.util.csv_cells import protect_row
-from aura_eval.util.jsonl import read_jsonl
+from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, parse_run, stage_group
 
@@ -349,9 +350,10 @@ def write(result: dict, out_dir: str | Path) -> list[Path]:
     """forecast.csv (the rows) and forecast.json (everything) under `out_dir`."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "forecast.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=ROWS_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(protect_row(row) for row in result["rows"])
-    (out / "forecast.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    rows = io.StringIO()
+    writer = csv.DictWriter(rows, fieldnames=ROWS_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(protect_row(row) for row in result["rows"])
+    atomic_write_text(out / "forecast.csv", rows.getvalue())
+    atomic_write_text(out / "forecast.json", json.dumps(result, indent=1, sort_keys=True) + "\n")
     return [out / "forecast.csv", out / "forecast.json"]

@@ -273,7 +273,7 @@ class BatchRun:
             if key in self.waiting:
                 self.waiting[key].append(i)
                 continue
-            cached = c.cache.get(key)
+            cached = c.cached(key)
             if cached is not None:
                 self.results[i] = c.result_from(req, cached, key, cache_hit=True)
                 self.results[i].latency_s = 0.0

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from aura_eval.llm import pricing
-from aura_eval.llm.cache import connect
+from aura_eval.llm.cache import connect, names_the_file
 
 DEFAULT_OUTPUT_TOKENS = 4096  # reserved for a model whose params set no max_tokens
 
@@ -31,7 +31,9 @@ def refusal_text(budget: float, spent: float) -> str:
 
 
 class Budget:
+    @names_the_file
     def __init__(self, path: str | Path, budget_usd: float):
+        self.path = Path(path)
         self.budget = float(budget_usd)
         self._db = connect(Path(path))  # as the response cache: WAL, no fsync per commit
         self._db.execute(
@@ -49,10 +51,12 @@ class Budget:
         """The run's budget (its spend kept in the cache file), or None when `llm.budget_usd` is not set."""
         return None if limit is None else cls(cache_path, limit)
 
+    @names_the_file
     def spent(self) -> float:
         """Settled costs plus the reservations of calls in flight."""
         return self._db.execute("SELECT spent_usd FROM spend_total WHERE id = 1").fetchone()[0]
 
+    @names_the_file
     def reserve(self, key: str, stage: str, model: str, estimate_usd: float) -> tuple[int | None, float]:
         """(reservation id, spend before it), or (None, spend) when the call would pass the budget."""
         self._db.execute("BEGIN IMMEDIATE")  # the check and the reservation as one, across processes
@@ -68,6 +72,7 @@ class Budget:
         finally:
             self._db.execute("COMMIT")
 
+    @names_the_file
     def settle(self, reservation: int, cost_usd: float | None) -> None:
         """The call's actual cost (a failed call: 0; a cost litellm could not tell: the reservation)."""
         self._db.execute("BEGIN IMMEDIATE")

@@ -22,10 +22,20 @@ id, provider, model, state and times, and the keys (the batch's custom_ids) with
 killed job's rerun polls the batches it left open instead of submitting their requests again.
 Two more tables share the file because every job of a run must see them: `spend` and `spend_total`
 (`aura_eval.llm.budget`) and `rate_buckets`, the rate limits' shared buckets (`aura_eval.llm.ratelimit.Pacer`).
+
+Damage is named, checked and never used wrongly. Every row carries the sha256 of its response
+(`checksum`, added by ALTER TABLE on a file from before it; its old rows, with none, are accepted when
+their response parses), verified on each read: a row that fails is not used, counted (`damaged`) and
+replaced by the next answer. Every SQLite error from the file, in any job, becomes one `CacheError`
+that names the file, says what is wrong and what to do (`python -m aura_eval cache repair <file>` for a
+damaged one). `check_at_start` (the Snakefile's `onstart`) runs `PRAGMA quick_check` once before the
+first job, announces a new file and folds in a `-wal` a killed run left. A replay opens the file
+read-only (`readonly=True`) and writes nothing, not even a `-wal`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -43,6 +53,106 @@ NETWORK_FUSE = {"sshfs", "glusterfs", "ceph", "cephfs", "s3fs", "gcsfuse", "rclo
 
 class CacheLocationError(RuntimeError):
     """The response cache sits on a file system where SQLite in WAL mode is not safe."""
+
+
+class CacheError(RuntimeError):
+    """The response cache file cannot be used as it is. The message names the file, says what is
+    wrong and what to do; `damaged` is true when the file itself is damaged (`cache repair` mends it)."""
+
+    def __init__(self, message: str, path=None, damaged: bool = False):
+        super().__init__(message)
+        self.path, self.damaged = path, damaged
+
+
+RESPONSES_TABLE = ("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL,"
+                   " request TEXT NOT NULL, response TEXT NOT NULL, checksum TEXT)")
+
+
+def repair_command(path) -> str:
+    return f"python -m aura_eval cache repair {path}"
+
+
+def damaged_error(path, what: str) -> CacheError:
+    """The one message for a damaged cache file: which file, what is wrong, what to do."""
+    return CacheError(
+        f"response cache {path} is damaged ({what}). Nothing more is read from it or sent. With no run "
+        f"using the file, run `{repair_command(path)}`: it keeps every intact answer and the file's other "
+        f"tables, moves the damaged file aside and says how many answers were lost; the rerun then pays only "
+        f"for those. Do not delete the file or its -wal: that loses every answer it holds.", path, damaged=True)
+
+
+def cache_error(path, err: BaseException) -> CacheError:
+    """A CacheError for an SQLite (or decoding) error raised by the cache file at `path`: locked, not
+    writable, a failing disk, else damaged."""
+    text = str(err) or type(err).__name__
+    low = text.lower()
+    name = Path(path).name
+    if "locked" in low or "busy" in low:
+        return CacheError(f"response cache {path} stayed locked by another process past the wait ({text}). Is "
+                          f"another run or a `cache repair` using it? Wait for it, or stop it, and rerun.", path)
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low \
+            or "cantopen" in low:
+        return CacheError(f"response cache {path} cannot be opened for writing ({text}). SQLite writes the file "
+                          f"and, beside it, {name}-wal and {name}-shm: the file and its folder must be writable by "
+                          f"this user. A replay (llm.replay: true) only reads the file.", path)
+    if "disk i/o" in low or "full" in low:
+        return CacheError(f"response cache {path}: the disk failed or is full ({text}). Free space or move "
+                          f"llm.cache to a healthy local disk, then rerun: every answer committed is kept.", path)
+    return damaged_error(path, text)
+
+
+def names_the_file(method):
+    """Turn every SQLite error a cache method raises into a CacheError naming the file (`self.path`)."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except CacheError:
+            raise
+        except (sqlite3.Error, json.JSONDecodeError) as err:
+            raise cache_error(self.path, err) from None
+    return guarded
+
+
+def checksum(response: bytes) -> str:
+    """The sha256 of a stored response's bytes (its JSON, UTF-8): what each row carries."""
+    return hashlib.sha256(response).hexdigest()
+
+
+def verified(response: bytes | None, stored_checksum: str | None) -> tuple[dict | None, str | None]:
+    """(record, None) for a stored response that is intact, else (None, why): its checksum differs,
+    or (a row from before checksums) its bytes are not a JSON object."""
+    if response is None:
+        return None, "no response stored"
+    if stored_checksum is not None and checksum(response) != stored_checksum:
+        return None, "checksum mismatch"
+    try:
+        record = json.loads(response.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "not UTF-8 JSON"
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
+    return record, None
+
+
+def _intact(response, stored_checksum) -> int:
+    # SQL function: whether a stored row may stay (put replaces one that is not)
+    return int(verified(response, stored_checksum)[1] is None)
+
+
+def side_files(path) -> tuple[Path, Path]:
+    """The `-wal` and `-shm` files SQLite keeps beside `path`."""
+    path = Path(path)
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def has_wal_content(path) -> bool:
+    """Whether a `-wal` beside `path` may hold committed answers (it exists and is not empty)."""
+    wal = side_files(path)[0]
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def _unescape(field: str) -> str:
@@ -114,28 +224,107 @@ def connect(path: Path, wait_s: float = 60.0) -> sqlite3.Connection:
     return db
 
 
+def connect_readonly(path: Path, wait_s: float = 60.0, purpose: str = "replay mode (llm.replay: true)"):
+    """The cache file opened read-only (a `mode=ro` URI): nothing is written, the journal mode is left
+    as it is. Without a `-wal` holding answers the file is opened `immutable` too, so SQLite creates no
+    `-wal` or `-shm` beside it and a file in a folder this user cannot write still reads; a `-wal` that
+    holds answers is read with it, and one that cannot be read is refused (the answers it holds would
+    be missed). Raises CacheError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CacheError(f"{purpose} reads the response cache of a finished run, and there is no file {path} "
+                         f"(llm.cache): is the path mistyped? Point llm.cache at the run's cache (an unpacked "
+                         f"archive's is under packed/cache/).", path)
+    wal = side_files(path)[0]
+    if os.path.lexists(wal) and not (wal.is_file() and os.access(wal, os.R_OK)):
+        raise CacheError(f"{purpose}: {wal} exists but cannot be read: it may hold answers a run committed "
+                         f"and never folded into {path.name}, so reading without it could miss them. Make it "
+                         f"readable by this user (and {path.name}-shm beside it), or run once without replay "
+                         f"on a writable copy to fold it in. Never delete a -wal: it holds committed answers.",
+                         path)
+    query = "mode=ro" if has_wal_content(path) else "mode=ro&immutable=1"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=wait_s,
+                             isolation_level=None)
+        db.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+        db.execute("PRAGMA query_only=ON")
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the schema: damage shows here
+    except sqlite3.Error as err:
+        if has_wal_content(path) and ("unable to open" in str(err) or "readonly" in str(err)):
+            raise CacheError(f"{purpose}: {path}'s -wal holds answers a run committed, and reading it needs "
+                             f"{path.name}-shm beside it, which cannot be created or opened ({err}). Make the "
+                             f"folder writable, or run once without replay on a writable copy to fold the -wal "
+                             f"in.", path) from None
+        raise cache_error(path, err) from None
+    return db
+
+
+def _columns(db, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})").fetchall()]
+
+
 class ResponseCache:
-    def __init__(self, path: str | Path, allow_network_fs: bool = False):
+    """The response cache of one job. `readonly` (a replay) opens the file read-only and writes
+    nothing: `put` refuses, `record_miss` and the batch records are skipped. Every SQLite error
+    becomes a CacheError naming the file. `damaged` maps each key whose row failed its checksum in
+    this job to why: `get` answered None for it, and `put` replaces it."""
+
+    def __init__(self, path: str | Path, allow_network_fs: bool = False, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
+        self.damaged: dict[str, str] = {}
         check_cache_location(self.path, allow_network_fs)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = connect(self.path)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses ("
-            " key TEXT PRIMARY KEY, model TEXT NOT NULL,"
-            " request TEXT NOT NULL, response TEXT NOT NULL)"
-        )
+        self._open()
 
+    @names_the_file
+    def _open(self) -> None:
+        if self.readonly:
+            self._db = connect_readonly(self.path)
+            columns = _columns(self._db, "responses")
+            if not columns:
+                raise CacheError(f"replay mode (llm.replay: true): {self.path} holds no responses table: it is "
+                                 f"not a response cache (is llm.cache mistyped?)", self.path)
+            self._checksum_column = "checksum" if "checksum" in columns else "NULL"
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = connect(self.path)
+            self._db.execute(RESPONSES_TABLE)
+            if "checksum" not in _columns(self._db, "responses"):  # a file from before checksums
+                try:
+                    self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
+                except sqlite3.OperationalError as err:  # another job added it first
+                    if "duplicate column" not in str(err):
+                        raise
+            self._checksum_column = "checksum"
+            self._db.create_function("aura_intact", 2, _intact, deterministic=True)
+
+    @names_the_file
     def get(self, key: str) -> dict | None:
-        row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        """The stored record of `key`, or None: not held, or its row failed its checksum (then
+        `damaged[key]` says why, and the next `put` of the key replaces it)."""
+        row = self._db.execute(f"SELECT CAST(response AS BLOB), {self._checksum_column} FROM responses"
+                               f" WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        record, why = verified(row[0], row[1])
+        if why is not None:
+            self.damaged[key] = why
+        return record
 
+    @names_the_file
     def put(self, key: str, request: dict, response: dict) -> None:
-        # First writer wins: a response once stored is the reproduction.
+        """Store a response with its checksum. First writer wins: a response once stored is the
+        reproduction, unless its row is damaged (fails its checksum), which this one replaces."""
+        if self.readonly:
+            raise CacheError(f"response cache {self.path} is open read-only (replay): nothing is stored", self.path)
+        text = json.dumps(response, sort_keys=True, ensure_ascii=False)
         self._db.execute(
-            "INSERT OR IGNORE INTO responses (key, model, request, response) VALUES (?, ?, ?, ?)",
-            (key, request.get("model", ""), json.dumps(request, sort_keys=True, ensure_ascii=False),
-             json.dumps(response, sort_keys=True, ensure_ascii=False)),
+            "INSERT INTO responses (key, model, request, response, checksum) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET model = excluded.model, request = excluded.request,"
+            " response = excluded.response, checksum = excluded.checksum"
+            " WHERE NOT aura_intact(CAST(responses.response AS BLOB), responses.checksum)",
+            (key, request.get("model", ""), json.dumps(request, sort_keys=True, ensure_ascii=False), text,
+             checksum(text.encode("utf-8"))),
         )
 
     def put_first(self, key: str, request: dict, response: dict) -> dict:
@@ -145,8 +334,12 @@ class ResponseCache:
         self.put(key, request, response)
         return self.get(key) or response
 
+    @names_the_file
     def record_miss(self, key: str, request: dict, *, prompt: str, stage: str, item_id: str, reason: str) -> None:
-        """Keep the description of a request the cache could not answer (the last miss per key)."""
+        """Keep the description of a request the cache could not answer (the last miss per key);
+        nothing when read-only (a replay writes nothing)."""
+        if self.readonly:
+            return
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS misses (key TEXT PRIMARY KEY, model TEXT NOT NULL, prompt TEXT,"
             " stage TEXT, item_id TEXT, reason TEXT, request TEXT NOT NULL)")
@@ -157,7 +350,14 @@ class ResponseCache:
              json.dumps(request, sort_keys=True, ensure_ascii=False)))
 
     # -- provider batches (aura_eval.llm.batch) ---------------------------------------------
-    def _batch_tables(self) -> None:
+    def _has_table(self, name: str) -> bool:
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                (name,)).fetchone() is not None
+
+    def _batch_tables(self) -> bool:
+        """Whether the batch tables exist, creating them unless read-only."""
+        if self.readonly:
+            return self._has_table("batch_keys")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, provider TEXT NOT NULL,"
             " model TEXT NOT NULL, api_base TEXT, endpoint TEXT NOT NULL, state TEXT NOT NULL,"
@@ -168,7 +368,9 @@ class ResponseCache:
             " prompt TEXT, prompt_version INTEGER, request TEXT NOT NULL, outcome TEXT, error TEXT,"
             " PRIMARY KEY (batch_id, key))")
         self._db.execute("CREATE INDEX IF NOT EXISTS batch_keys_key ON batch_keys (key)")
+        return True
 
+    @names_the_file
     def record_batch(self, batch_id: str, *, provider: str, model: str, api_base: str | None, endpoint: str,
                      state: str, submitted_at: str, items: list[tuple[str, dict, str, int]]) -> None:
         """Keep a submitted batch and its (key, request, prompt, prompt_version) items, in one
@@ -185,11 +387,13 @@ class ResponseCache:
                 [(batch_id, key, prompt, version, json.dumps(request, sort_keys=True, ensure_ascii=False))
                  for key, request, prompt, version in items])
 
+    @names_the_file
     def open_batches(self, keys) -> dict[str, str]:
         """{key: batch id} of the given keys that an open (not yet ingested) batch holds."""
-        self._batch_tables()
-        found = {}
         keys = list(keys)
+        if not keys or not self._batch_tables():
+            return {}
+        found = {}
         for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
             chunk = keys[start:start + 500]
             found.update(self._db.execute(
@@ -197,20 +401,25 @@ class ResponseCache:
                 f" WHERE b.ingested_at IS NULL AND k.key IN ({','.join('?' * len(chunk))})", chunk).fetchall())
         return found
 
+    @names_the_file
     def batch(self, batch_id: str) -> dict | None:
-        self._batch_tables()
+        if not self._batch_tables():
+            return None
         cursor = self._db.execute("SELECT * FROM batches WHERE batch_id = ?", (batch_id,))
         row = cursor.fetchone()
         return dict(zip([c[0] for c in cursor.description], row)) if row else None
 
+    @names_the_file
     def batch_items(self, batch_id: str) -> dict[str, dict]:
         """{key: {request, prompt, prompt_version, outcome, error}} of one batch."""
-        self._batch_tables()
+        if not self._batch_tables():
+            return {}
         rows = self._db.execute("SELECT key, request, prompt, prompt_version, outcome, error FROM batch_keys"
                                 " WHERE batch_id = ?", (batch_id,)).fetchall()
         return {key: {"request": json.loads(request), "prompt": prompt, "prompt_version": version,
                       "outcome": outcome, "error": error} for key, request, prompt, version, outcome, error in rows}
 
+    @names_the_file
     def update_batch(self, batch_id: str, *, state: str, polled_at: str, ingested_at: str | None = None,
                      reason: str | None = None) -> None:
         self._batch_tables()
@@ -218,6 +427,7 @@ class ResponseCache:
                          " reason = COALESCE(?, reason) WHERE batch_id = ?",
                          (state, polled_at, ingested_at, reason, batch_id))
 
+    @names_the_file
     def record_batch_outcomes(self, batch_id: str, outcomes: dict[str, tuple[str, str | None]]) -> None:
         """Each key's outcome in its batch: ("ok", None) or ("failed", the error)."""
         with self._db:
@@ -225,8 +435,90 @@ class ResponseCache:
             self._db.executemany("UPDATE batch_keys SET outcome = ?, error = ? WHERE batch_id = ? AND key = ?",
                                  [(outcome, error, batch_id, key) for key, (outcome, error) in outcomes.items()])
 
+    @names_the_file
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
         self._db.close()
+
+
+def read_ahead(path) -> None:
+    """Read the file (and its -wal) once from start to end, so that what reads it next (quick_check,
+    then the jobs) finds its pages in the page cache: quick_check visits the pages in b-tree order,
+    scattered over the file, which on a cold disk is ten times slower than one sequential read
+    (benchmarks/bench_cache_check.py). Unreadable side files are left to SQLite to report."""
+    for name in (Path(path), side_files(path)[0]):
+        try:
+            with open(name, "rb", buffering=0) as f:
+                while f.read(1 << 20):
+                    pass
+        except OSError:
+            pass
+
+
+def check_at_start(path, *, replay: bool = False, allow_network_fs: bool = False) -> list[str]:
+    """The cache file checked once before the first job (the Snakefile's `onstart`); the notes to
+    print. Raises CacheLocationError for a network file system and CacheError, naming the file,
+    when the run cannot use it: damaged (`PRAGMA quick_check` finds a problem, or raises), not
+    writable (unless `replay`), or, in replay mode, missing or with an unreadable `-wal`.
+
+    A file that does not exist yet is announced (every answer will be paid). Outside replay, a
+    `-wal` a killed run left (answers it committed and never folded into the file) is folded in
+    here, so nothing later depends on that side file."""
+    path = Path(path)
+    check_cache_location(path, allow_network_fs)
+    if path.is_dir():
+        raise CacheError(f"llm.cache: {path} is a folder; it must name the cache file (e.g. "
+                         f"{path / 'responses.sqlite'})", path)
+    if not path.exists() or path.stat().st_size == 0:
+        if replay:
+            raise CacheError(f"replay mode (llm.replay: true) needs the response cache of a finished run, and "
+                             f"{'there is no file' if not path.exists() else 'an empty file is'} at {path} "
+                             f"(llm.cache): is the path mistyped? Nothing was run.", path)
+        return [f"new cache at {path}: every answer will be paid (no cache file there yet; if you meant an "
+                f"existing one, stop now and fix llm.cache)"]
+    notes = []
+    folded = not replay and has_wal_content(path)
+    started = time.perf_counter()
+    read_ahead(path)
+    try:
+        if replay:
+            db = connect_readonly(path)
+        else:
+            if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+                raise sqlite3.OperationalError("attempt to write a readonly database")
+            db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=60000")
+    except sqlite3.Error as err:
+        raise cache_error(path, err) from None
+    try:
+        try:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.Error as err:  # whatever quick_check raises on, the file is damaged
+            raise damaged_error(path, f"PRAGMA quick_check: {err}") from None
+        if problems != ["ok"]:
+            shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+            raise damaged_error(path, f"PRAGMA quick_check: {shown}")
+        try:
+            if not replay:
+                db.execute("BEGIN IMMEDIATE")  # can this user write it? (nothing is written)
+                db.execute("ROLLBACK")
+                if folded:  # copied into the file, without waiting for any other process
+                    _, logged, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    folded = logged == copied
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            rows = db.execute("SELECT count(*) FROM responses").fetchone()[0] if "responses" in tables else 0
+        except sqlite3.Error as err:
+            raise cache_error(path, err) from None
+    finally:
+        db.close()
+    if replay and "responses" not in tables:
+        raise CacheError(f"replay mode (llm.replay: true): {path} holds no responses table: it is not a "
+                         f"response cache (is llm.cache mistyped?)", path)
+    if folded:
+        notes.append(f"response cache {path}: folded in the answers a stopped run left in {path.name}-wal "
+                     f"(never delete a -wal by hand: it holds committed answers)")
+    notes.append(f"response cache {path}: {rows:,} answers, {path.stat().st_size / 1e6:,.1f} MB, quick_check ok "
+                 f"({time.perf_counter() - started:.1f} s)" + (", read-only (replay)" if replay else ""))
+    return notes

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import re
 import sys
@@ -185,14 +186,17 @@ class ModelClient:
         self.settings = llm_settings
         self.call = call_settings.of(llm_settings)  # timeouts, retries, limits, ...: what changes no answer
         self.stage = stage
-        self.cache = ResponseCache(llm_settings["cache"], self.call.cache_on_network_fs)
         self.replay = bool(llm_settings.get("replay", False))
+        # A replay sends nothing, so it reads the cache read-only and writes nothing to it.
+        self.cache = ResponseCache(llm_settings["cache"], self.call.cache_on_network_fs, readonly=self.replay)
         self.progress = progress
         self.calls: list[dict] = []
         self.calls_made = 0  # provider calls actually sent (retries included)
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._respond: dict = {}  # provider -> its registered responder's answer function for this job, or None
-        self.budget = Budget.of(llm_settings["cache"], self.call.budget_usd)  # None without llm.budget_usd
+        self._said_damaged: set[str] = set()  # damaged cache rows already named in the job's log
+        # None without llm.budget_usd, and in a replay (no call is sent, nothing is written)
+        self.budget = None if self.replay else Budget.of(llm_settings["cache"], self.call.budget_usd)
         # The run's rate limits this job calls under (`rate_limits_paced`: {resource: per minute},
         # see aura_eval.llm.ratelimit): every call sent, retries included, waits for its turn in
         # the limit's bucket, which all jobs on this cache file share.
@@ -264,12 +268,29 @@ class ModelClient:
                       cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
                       cache_hit=cache_hit, key=key, call=call_of(response))
 
+    def cached(self, key: str) -> dict | None:
+        """The cache's record of `key`, or None; a row that fails its checksum is None too, and the
+        job's log says so (once per key): the call is made again and its answer replaces the row."""
+        record = self.cache.get(key)
+        if record is None and key in self.cache.damaged and key not in self._said_damaged:
+            self._said_damaged.add(key)
+            print(f"{self.stage}: the cached answer {key[:16]} in {self.cache.path} is damaged "
+                  f"({self.cache.damaged[key]}): not used" + ("" if self.replay else "; asked again, and "
+                                                               "the new answer replaces it"), file=sys.stderr)
+        return record
+
     def raise_replay_miss(self, req: Request, described: dict, key: str):
-        """Record a replay-mode miss (its description, for `cache explain`) and raise
-        CacheMissError naming the stage, item, endpoint, sample and key. Never returns."""
-        self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
-                               reason="replay miss")
-        raise CacheMissError(f"replay mode: no cached response for stage {self.stage}, item "
+        """Raise CacheMissError naming the stage, item, endpoint, sample and key. A replay writes
+        nothing to the cache, so the request's description goes to the job's log as one line
+        (`replay miss: {json}`), where `cache explain` finds it. Never returns."""
+        print("replay miss: " + json.dumps({"key": key, "stage": self.stage, "item_id": req.item_id,
+                                            "prompt": req.prompt_id, "reason": "replay miss", "request": described},
+                                           sort_keys=True, ensure_ascii=False), file=sys.stderr)
+        why = "no cached response"
+        if key in self.cache.damaged:
+            why = (f"the cached response is damaged ({self.cache.damaged[key]}; run `python -m aura_eval cache "
+                   f"repair {self.cache.path}`, then rerun without replay to ask it again)")
+        raise CacheMissError(f"replay mode: {why} for stage {self.stage}, item "
                              f"{req.item_id}, endpoint {req.endpoint.name}, sample {req.sample} (key "
                              f"{key[:16]}; `python -m aura_eval cache explain {self.cache.path} {key[:16]}` "
                              f"names what differs from the nearest cached request)")
@@ -383,7 +404,7 @@ class ModelClient:
                 "json_schema": {"name": req.prompt_id, "schema": req.schema, "strict": False}}
 
     async def _call(self, req: Request, described: dict, key: str) -> Result:
-        cached = self.cache.get(key)
+        cached = self.cached(key)
         if cached is not None:
             result = self.result_from(req, cached, key, cache_hit=True)
             result.latency_s = 0.0

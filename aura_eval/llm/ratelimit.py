@@ -19,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+from aura_eval.llm.cache import names_the_file
 from aura_eval.llm.providers import LOCAL_PROVIDER, SIM_PROVIDER, provider_of
 
 KINDS = ("rpm", "tpm")
@@ -140,6 +141,7 @@ class Pacer:
     def __bool__(self) -> bool:
         return bool(self.limits)
 
+    @names_the_file
     def _connect(self):
         if self._db is None:
             from aura_eval.llm.cache import connect
@@ -157,6 +159,7 @@ class Pacer:
         name = resource_name(kind, model if own else provider_of(model))
         return name if name in self.limits else None
 
+    @names_the_file
     def reserve(self, amounts: dict[str, int], now: float | None = None) -> float:
         """Seconds until a call of `amounts` ({resource: calls or tokens}) may be sent, its place
         reserved in every bucket. A bucket's `tat` is when it would be empty; at the send, each

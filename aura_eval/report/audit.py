@@ -27,7 +27,7 @@ import markupsafe
 
 from aura_eval.construct.funnel import loss_text, losses
 from aura_eval.util.csv_cells import read_csv, unprotect_frame
-from aura_eval.util.jsonl import atomic_write_text, read_jsonl
+from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl
 from aura_eval.util.pages import finish, script_json, shown_data
 from aura_eval.vocab import (ACTION_TYPES, AXES, AXIS_LABELS, DETECTION_LEVELS, LOSS_REASONS, LOSS_STAGES, parse_run,
                              reason_category, reason_kind)
@@ -231,15 +231,15 @@ def build(inputs: dict, out_dir) -> dict:
     if items_dir.exists():
         shutil.rmtree(items_dir)
     items_dir.mkdir(parents=True)
-    shutil.copy(TEMPLATES / CSS, out_dir / CSS)
+    atomic_write_bytes(out_dir / CSS, (TEMPLATES / CSS).read_bytes())
     page = env.get_template("audit_item.html.j2")
     by_item = {i["item_id"]: i for i in items}
     for iid in sorted(released | set(excluded)):
         context = _item_context(iid, by_item.get(iid), excluded.get(iid), facts.get(iid, {}), seeds, tags, prefixes,
                                 variations, reviews, pool, pairs, pair_reviews, pair_of_source, calls)
-        (items_dir / f"{iid}.html").write_text(finish(page.render(**context, runs_html=fragments.get(iid, []),
-                                                                  finals=finals.get(iid, []), axes=AXES,
-                                                                  sections=SECTIONS, css=CSS)), encoding="utf-8")
+        atomic_write_text(items_dir / f"{iid}.html", finish(page.render(**context, runs_html=fragments.get(iid, []),
+                                                                        finals=finals.get(iid, []), axes=AXES,
+                                                                        sections=SECTIONS, css=CSS)))
     rows = index_rows(items, excluded, facts, runs, codes)
     members = Members(rows, runs, inputs.get("frame"))
     tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR, members)

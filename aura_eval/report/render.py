@@ -37,6 +37,7 @@ import pandas as pd
 
 from aura_eval.report import paper_numbers
 from aura_eval.util.csv_cells import read_csv
+from aura_eval.util.jsonl import atomic_write_text
 from aura_eval.util.pages import finish, shown
 from aura_eval.util.table_files import markdown
 from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
@@ -329,7 +330,7 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
         # the source's front matter has Quarto read it as READER (`from:`)
         subprocess.run(["quarto", "render", qmd.name, "--to", "html", "--output", out_html.name],
                        cwd=build, check=True)
-        shutil.move(build / out_html.name, out_html)
+        built = build / out_html.name
         engine = "quarto"
     else:
         import pypandoc
@@ -338,11 +339,14 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
         markdown_file.write_text(resolve_includes(qmd.read_text(encoding="utf-8"), build), encoding="utf-8")
         # --columns: pipe tables wider than it would get fixed relative column widths; the browser's own
         # layout (and the report's style) fits them better.
+        built = build / "report.html"
         subprocess.run([pypandoc.get_pandoc_path(), markdown_file.name, "--from", READER, "--to", "html5",
                         "--standalone", "--embed-resources", "--toc", "--toc-depth", "3", "--resource-path", ".",
                         "--columns", "100000", "--variable", "maxwidth=75em",
-                        "--output", str(out_html)], cwd=build, check=True)
+                        "--output", built.name], cwd=build, check=True)
         engine = "pandoc"
-    out_html.write_text(finish(out_html.read_text(encoding="utf-8")), encoding="utf-8")
+    # rendered in build/, given its policy, then put in place by a rename (never a half report)
+    atomic_write_text(out_html, finish(built.read_text(encoding="utf-8")))
+    built.unlink()
     return engine
 

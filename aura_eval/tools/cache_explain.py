@@ -1,10 +1,12 @@
 """Why a request was (or was not) answered from the response cache.
 
-    python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR]
+    python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR] [--logs DIR]
 
 The request is named by an item id or by the first hex digits of its cache key (the call
 log's `key`). For every call-log row under `results/calls/` that matches (and every request
-the cache recorded as missed: a replay-mode miss or a failed call, `ResponseCache.record_miss`),
+the cache recorded as missed: a failed call, `ResponseCache.record_miss`; or a job's log under
+`logs/` names as a replay-mode miss: a replay writes nothing to the cache, so it logs the
+request's description as one `replay miss: {json}` line),
 it says how the call was answered, whether the cache holds the request and with what
 provenance, and, for a request the cache does not hold, which fields of its description differ
 from the nearest cached request of the same model and prompt (model, api_base, params,
@@ -19,6 +21,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from aura_eval.llm.cache import connect_readonly
 from aura_eval.llm.providers import is_simulated
 
 FIELDS = ("model", "api_base", "params", "response_format", "sample", "messages", "facts")
@@ -27,10 +30,11 @@ WIDTH = 100  # characters of a changed line shown, around its first difference
 
 
 def _connect(cache_path) -> sqlite3.Connection:
+    """The cache read-only, writing nothing (`llm.cache.connect_readonly`)."""
     path = Path(cache_path)
     if not path.is_file():
         raise FileNotFoundError(f"cache explain: no cache file {path}")
-    return sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    return connect_readonly(path, purpose="cache explain")
 
 
 def _has_table(db, name: str) -> bool:
@@ -64,6 +68,29 @@ def _misses(db, query: str, stage: str | None) -> list[dict]:
                        (query, _like(query))).fetchall()
     return [{"key": k, "prompt": p, "stage": s, "item_id": i, "reason": r, "request": json.loads(q)}
             for k, p, s, i, r, q in found if stage is None or s == stage]
+
+
+REPLAY_MISS = "replay miss: "  # the line a replay-mode miss writes to its job's log (ModelClient.raise_replay_miss)
+
+
+def _logged_misses(logs: Path, query: str, stage: str | None) -> list[dict]:
+    """The replay-mode misses the job logs under `logs` describe, matching the query."""
+    found = []
+    if not logs.is_dir():
+        return found
+    for path in sorted(logs.rglob("*.log")):
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if not line.startswith(REPLAY_MISS) or query not in line:
+                    continue
+                try:
+                    miss = json.loads(line[len(REPLAY_MISS):])
+                except ValueError:
+                    continue
+                if (miss.get("item_id") == query or str(miss.get("key", "")).startswith(query)) and (
+                        stage is None or miss.get("stage") == stage):
+                    found.append(miss)
+    return found
 
 
 def _cached(db, key_prefix: str) -> list[tuple[str, dict, dict]]:
@@ -210,12 +237,13 @@ def _explain_missing(db, wanted: dict, prompt: str | None) -> list[str]:
             + [f"    {line}" for line in lines])
 
 
-def explain(cache_path, query: str, stage: str | None = None, results="results") -> tuple[str, bool]:
+def explain(cache_path, query: str, stage: str | None = None, results="results",
+            logs="logs") -> tuple[str, bool]:
     """(the explanation, whether anything matched)."""
     db = _connect(cache_path)
     try:
         logged = _logged(Path(results), query, stage)
-        misses = _misses(db, query, stage)
+        misses = _misses(db, query, stage) + _logged_misses(Path(logs), query, stage)
         miss_by_key = {m["key"][:16]: m for m in misses}
         out = []
         for row in logged:
@@ -239,8 +267,8 @@ def explain(cache_path, query: str, stage: str | None = None, results="results")
             out.append("  cache: does not hold it")
             miss = miss_by_key.pop(key16, None)
             if miss is None:
-                out.append("  its request description is not stored (the cache keeps those of replay misses and "
-                           "failed calls only)")
+                out.append("  its request description is not stored (the cache keeps those of failed calls, the job "
+                           "logs those of replay misses)")
             else:
                 out += _explain_missing(db, miss["request"], miss["prompt"])
         for miss in miss_by_key.values():  # missed requests no call log names (a replay miss stops the job)

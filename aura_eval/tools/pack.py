@@ -53,6 +53,7 @@ from pathlib import Path
 
 import yaml
 
+from aura_eval.llm.cache import CacheError, cache_error, connect_readonly
 from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
 from aura_eval.workflow_config import with_schema_defaults
@@ -97,16 +98,22 @@ def _commit(where: Path) -> dict:
 
 
 def _cache_copy(source: Path, target: Path) -> int:
-    """A consistent single-file copy of the SQLite cache (WAL folded in); its row count."""
-    src = sqlite3.connect(f"file:{source.resolve()}?mode=ro", uri=True)
-    dst = sqlite3.connect(target)
+    """A consistent single-file copy of the SQLite cache (WAL folded in); its row count. The cache is
+    read without writing to it (`connect_readonly`); an SQLite error names it (`cache_error`)."""
     try:
-        src.backup(dst)
-        dst.execute("PRAGMA journal_mode=DELETE")
-        rows = dst.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-    finally:
-        dst.close()
-        src.close()
+        src = connect_readonly(source, purpose="pack")
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")
+            rows = dst.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        finally:
+            dst.close()
+            src.close()
+    except CacheError as err:
+        raise PackError(str(err)) from None
+    except sqlite3.Error as err:
+        raise PackError(str(cache_error(source, err))) from None
     return rows
 
 
