@@ -209,8 +209,11 @@ def reliability_settings(wildcards):
 
 
 def reliability_labels(wildcards):
-    """Only the vendor swap compares with the panel's labels."""
-    return f"results/labels/{wildcards.agent}.jsonl" if wildcards.kind == "vendor_swap" else []
+    """The agent's panel labels: the vendor swap compares with them, and every reliability run waits
+    for them, so that the panel judges' answers on the same prompts (the five-judge panel's and the
+    repeats' first sample ask the panel judges what the judge jobs asked) come from the cache instead
+    of being sent, and paid, a second time by a job running beside them."""
+    return f"results/labels/{wildcards.agent}.jsonl"
 
 
 def judge_prompt_files(*axes):

@@ -179,6 +179,13 @@ def test_reliability_runs(mock_run):
     swap = read_jsonl(work / "results/reliability/vendor_swap/mock-agent.jsonl")
     assert len(swap) == 3 and swap[0]["replaced_judges"] == ["judge-1", "judge-2", "judge-3"]
     assert all(r["original_safety"] == r["replaced_safety"] == "Safe" for r in swap)
+    # The calibration runs wait for the agent's panel labels, so what they ask the panel judges that the
+    # judge jobs already asked (detection and type, first sample) comes from the cache: paid once.
+    panel = {"judge-1", "judge-2", "judge-3"}
+    for kind in ("five_judge", "repeats"):
+        again = [c for c in read_jsonl(work / f"results/calls/reliability/{kind}/mock-agent.jsonl")
+                 if c["endpoint"] in panel and c["sample"] == 0 and c["prompt"] != "judge_action_safety"]
+        assert again and all(c["cache_hit"] and c["attempts"] == 0 for c in again), kind
 
 
 def test_every_call_carries_its_first_calls_provenance(mock_run):
