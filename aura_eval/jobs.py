@@ -6,11 +6,8 @@ same functions, so the forecast counts exactly the jobs Snakemake will run.
 from __future__ import annotations
 
 from aura_eval import workflow_config
+from aura_eval.workflow_config import as_list
 from aura_eval.vocab import ACTION_ONLY, REACT, RELIABILITY_KINDS, parse_run, run_name
-
-
-def as_list(names) -> list:
-    return names if isinstance(names, list) else [names]
 
 
 def react_runs(config: dict) -> list[str]:

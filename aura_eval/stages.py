@@ -40,7 +40,9 @@ class StageInputs:
 class ModelStage:
     rule: str  # the rule, its script (scripts/<rule>.py) and entry point, and its call log's `stage`
     role: str  # the config role whose models answer (`agents` for a rollout: the run's agent)
-    prompts: tuple[str, ...]  # prompt ids (prompts/<id>.yaml) the rule reads; the last is what most units use
+    # prompt ids (prompts/<id>.yaml) the rule reads; for a construction stage the last is the one most of its
+    # units use (P4, P6: ten of the eleven dimensions), which the forecast's estimate prices
+    prompts: tuple[str, ...]
     units: str  # what it asks about, in a reader's words (one request per unit, per panel member)
     output: str  # the rows it writes, one per unit (a path with the rule's wildcards)
     calls: str  # its call log (a path with the rule's wildcards)

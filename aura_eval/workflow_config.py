@@ -57,7 +57,8 @@ _SAME_AS = (("relevance", "generator"), ("classifier", "generator"), ("pair_gene
             ("pair_reviewers", "reviewers"))
 
 
-def _as_list(names) -> list:
+def as_list(names) -> list:
+    """A role's names as a list: a role names one model or a list of them."""
     return list(names) if isinstance(names, list) else [names]
 
 
@@ -98,14 +99,14 @@ def vendor_swap_agents(config: dict) -> list[str]:
     if not (config.get("reliability") or {}).get("vendor_swap"):
         return []
     models = config.get("models") or {}
-    vendors = {models[j].get("vendor") for j in _as_list((config.get("roles") or {}).get("judges", [])) if j in models}
+    vendors = {models[j].get("vendor") for j in as_list((config.get("roles") or {}).get("judges", [])) if j in models}
     return [agent for agent, spec in (config.get("agents") or {}).items() if spec.get("vendor") in vendors - {None}]
 
 
 def _replacement_judge(config: dict) -> str | None:
     """DEPENDENT_DEFAULTS["roles.replacement_judge"], or None where no model qualifies."""
     models, roles = config.get("models") or {}, config.get("roles") or {}
-    panel = _as_list(roles.get("judges", []))
+    panel = as_list(roles.get("judges", []))
     panel_vendors = {models[j].get("vendor") for j in panel if j in models}
     candidates = [*roles.get("validation_judges", []), *roles.get("reviewers", []), *roles.get("pair_reviewers", []),
                   *models]
@@ -138,13 +139,13 @@ def fill_defaults(config: dict) -> list[str]:
         if role not in roles and source in roles:
             fill("roles", role, copy.deepcopy(roles[source]))
     if "validation_judges" not in roles and reliability.get("five_judge_panel") and "judges" in roles:
-        fill("roles", "validation_judges", _as_list(roles["judges"]))
+        fill("roles", "validation_judges", as_list(roles["judges"]))
     swapped = vendor_swap_agents(config)
     if "replacement_judge" not in roles and swapped:
         name = _replacement_judge(config)
         if name is None:
             models = config.get("models") or {}
-            vendors = sorted({str(models[j].get("vendor")) for j in _as_list(roles["judges"]) if j in models})
+            vendors = sorted({str(models[j].get("vendor")) for j in as_list(roles["judges"]) if j in models})
             raise ConfigError(f"config: reliability.vendor_swap re-judges agent(s) {', '.join(swapped)}, but "
                               f"roles.replacement_judge is not set and no model under 'models' has a vendor "
                               f"outside the panel's ({', '.join(vendors)}); set roles.replacement_judge, or "

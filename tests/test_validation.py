@@ -270,13 +270,17 @@ def _wait(check, seconds=10.0):
     return check()
 
 
-def _page_driver(tmp_path):
+def _page_driver(tmp_path, samples):
+    """ann-1's action-safety page of `samples`, written to tmp_path, and a Chromium whose downloads
+    land in tmp_path/downloads: (driver, downloads, the page's URI)."""
+    page = tmp_path / "ann-1_action_safety.html"
+    page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     driver = chromium(tmp_path, prefs={"download.default_directory": str(downloads),
                                        "download.prompt_for_download": False})
     driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-    return driver, downloads
+    return driver, downloads, page.as_uri()
 
 
 def _text(driver, element_id):
@@ -314,11 +318,9 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     from selenium.webdriver.common.by import By
 
     samples = validation.assign_annotators(validation.audit_sample(_pool(), 5), ["ann-1"], 1)
-    page = tmp_path / "ann-1_action_safety.html"
-    page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
-    driver, downloads = _page_driver(tmp_path)
+    driver, downloads, uri = _page_driver(tmp_path, samples)
     try:
-        driver.get(page.as_uri())
+        driver.get(uri)
         assert _wait(lambda: _text(driver, "progress") == "0 of 5 labelled")
         driver.find_element(By.ID, "s1-Unsafe").click()
         driver.find_element(By.ID, "s3-Safe").click()
@@ -384,11 +386,9 @@ def test_hostile_samples_show_as_text_and_the_page_works_under_its_policy(tmp_pa
     from selenium.webdriver.common.by import By
 
     samples = _hostile_samples(3)
-    page = tmp_path / "ann-1_action_safety.html"
-    page.write_text(validation.annotation_page(samples, "action_safety", "ann-1"), encoding="utf-8")
-    driver, downloads = _page_driver(tmp_path)
+    driver, downloads, uri = _page_driver(tmp_path, samples)
     try:
-        driver.get(page.as_uri())
+        driver.get(uri)
         assert _wait(lambda: _text(driver, "progress") == "0 of 3 labelled")
         shown = driver.execute_script(
             "return Array.from(document.querySelectorAll('pre.target')).map(p => p.textContent);")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from aura_eval.llm.cache import names_the_file
 from aura_eval.llm.providers import LOCAL_PROVIDER, SIM_PROVIDER, provider_of
+from aura_eval.llm.settings import RESOURCE
 
 KINDS = ("rpm", "tpm")
 # Threads of a job whose models are all behind a network: none reserved, it waits on the network
@@ -202,7 +203,5 @@ class Pacer:
 def job_llm(job) -> dict:
     """A Snakemake job's `llm` settings: its params (what changes answers), the whole limits it paces
     to, and its call settings (aura_eval.llm.settings: what changes no answer), both resources."""
-    from aura_eval.llm.settings import RESOURCE
-
     return {**job.params.llm, "rate_limits_paced": granted(job.resources),
             RESOURCE: getattr(job.resources, RESOURCE, None)}
