@@ -29,8 +29,11 @@ include: "rules/report.smk"
 
 # Before the first job of a real run (a dry run makes no call, so needs no key, nor a cache): the
 # keys, and the cache file once (its place, `PRAGMA quick_check`, a new file announced, a replay's
-# file present and readable).
+# file present and readable). Then Ctrl-C and SIGTERM write the run's stop mark before Snakemake's
+# own handling, so running and queued model jobs send nothing more (aura_eval.llm.stop).
 onstart:
+    stop.clear_mark()
+    stop.install_run_handlers()
     try:
         check_keys(config, os.environ)
         # A run of simulated models only never reads nor writes answers in the cache: nothing to check.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
+from aura_eval.llm import stop
 from aura_eval.llm.cache import CacheError
 from aura_eval.llm.types import STATUSES, Request, Result
 
@@ -55,7 +56,8 @@ class StageRun:
     Then the failure policy: failed calls beyond `llm.max_failed_share` (default none) fail
     the job with StageFailed, after every output is written and every success cached. A cache
     file that cannot be used (damaged, locked, unwritable: `llm.cache.CacheError`) ends the job
-    with SystemExit and one message naming the file, never a traceback."""
+    with SystemExit and one message naming the file, never a traceback. A stop (Ctrl-C, SIGTERM, the
+    run's stop mark: `llm.stop`) ends it the same way, with what was answered and what was not sent."""
 
     def __init__(self, stage: str, llm: dict, calls_path, threads: int | None = None, progress: bool = True):
         # The client is imported here, once for the whole package; it loads litellm (seconds)
@@ -68,6 +70,7 @@ class StageRun:
         if threads:
             local.set_threads(threads)
         self.stage, self.calls_path = stage, calls_path
+        stop.install_job_handlers()  # a signal stops the sending, not the process mid-write
         try:
             self.client = ModelClient(llm, stage=stage, progress=progress)
         except CacheError as err:
@@ -82,6 +85,8 @@ class StageRun:
     def __exit__(self, exc_type, exc, tb) -> None:
         if isinstance(exc, CacheError):
             raise cache_exit(self.stage, exc) from None
+        if isinstance(exc, stop.RunStopped):
+            raise SystemExit(str(exc)) from None
         if exc_type is not None:
             return
         self.client.write_call_log(self.calls_path)
@@ -90,6 +95,12 @@ class StageRun:
         waited = sum(call["wait_s"] or 0 for call in self.client.calls)
         print(f"{self.stage}: {len(self.client.calls)} requests ({outcome}), {self.client.calls_made} calls made, "
               f"{waited:.1f} s waited between attempts; wrote {'; '.join(self.written)}", file=sys.stderr)
+        if self.client.lease_waits:
+            print(f"{self.stage}: {self.client.lease_waits} answer(s) came from another process's call of the same "
+                  f"request (waited on its lease, not sent again)", file=sys.stderr)
+        if self.client.invalid_unicode:
+            print(f"WARNING: {self.stage}: {self.client.invalid_unicode} character(s) of invalid Unicode in answers "
+                  f"were stored as U+FFFD", file=sys.stderr)
         damaged = self.client.cache.damaged
         if damaged:
             print(f"WARNING: {self.stage}: {len(damaged)} cached answer(s) in {self.client.cache.path} failed their "

@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from aura_eval import jobs, stages, vocab, workflow_config
-from aura_eval.llm import ratelimit
+from aura_eval.llm import ratelimit, stop
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
 from aura_eval.llm.providers import is_simulated
@@ -17,6 +17,9 @@ from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
 from aura_eval.stage import call_log_problems
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        fill_defaults, used_models)
+
+# The run's stop mark (aura_eval.llm.stop): every job of this run finds it through the environment.
+os.environ[stop.ENV] = os.path.abspath(stop.MARK_NAME)
 
 
 # The schema first: it fills its defaults (set_default; a config says only what differs). Then the

@@ -355,7 +355,7 @@ def test_cache_check_reports_rows_size_and_integrity(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"{path}: {path.stat().st_size:,} bytes\n  integrity: ok (PRAGMA integrity_check)\n")
     assert "  answers: 40 read, 40 match their checksum, 0 from before checksums (parse as JSON), 0 damaged" in out
-    assert "  rows: batch_keys 1, batches 1, misses 1, rate_buckets 1, responses 40, spend 1, spend_total 1" in out
+    assert "  rows: batch_keys 1, batches 1, leases 0, misses 1, rate_buckets 1, responses 40, spend 1, spend_total 1" in out
     replace_in_file(path, b"cached item-0003", b"cached item-000?")
     assert main(["cache", "check", str(path)]) == 1
     out = capsys.readouterr().out

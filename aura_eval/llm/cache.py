@@ -40,9 +40,13 @@ import hashlib
 import json
 import os
 import re
+import socket
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 # File systems shared over a network or between hosts: SQLite's WAL mode is not safe on them.
@@ -66,6 +70,57 @@ class CacheError(RuntimeError):
 
 RESPONSES_TABLE = ("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL,"
                    " request TEXT NOT NULL, response TEXT NOT NULL, checksum TEXT)")
+# A request being sent: who sends it (host, pid, the process's start time) and when it last said so.
+LEASES_TABLE = ("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+                " started REAL NOT NULL, claimed_at REAL NOT NULL, renewed_at REAL NOT NULL)")
+LEASE_RENEW_S = 5.0  # how often an owner renews its leases
+LEASE_STALE_S = 30.0  # a lease not renewed for this long is taken over (its owner hung or died elsewhere)
+# Lone surrogates: what a JSON body's invalid escape (e.g. "\ud800") becomes in a Python string.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a lease: a process, named by host, pid and start time (a pid is reused, a start time
+    with it is not)."""
+
+    host: str
+    pid: int
+    started: float
+
+    @classmethod
+    def this_process(cls) -> Owner:
+        return cls(socket.gethostname(), os.getpid(), round(psutil.Process().create_time(), 2))
+
+    def gone(self) -> bool:
+        """Whether this owner's process has ended (only knowable on this host; elsewhere False, and
+        the lease's age decides)."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            return round(psutil.Process(self.pid).create_time(), 2) != self.started
+        except psutil.Error:
+            return True
+
+
+def valid_unicode(record):
+    """(record, n): the record with every lone surrogate in its strings (invalid Unicode, which cannot be
+    stored as UTF-8) replaced by U+FFFD, and how many were replaced."""
+    count = 0
+
+    def fix(value):
+        nonlocal count
+        if isinstance(value, str):
+            fixed, n = _SURROGATE.subn("\ufffd", value)
+            count += n
+            return fixed
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    return fix(record), count
 
 
 def repair_command(path) -> str:
@@ -289,6 +344,7 @@ class ResponseCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = connect(self.path)
             self._db.execute(RESPONSES_TABLE)
+            self._db.execute(LEASES_TABLE)
             if "checksum" not in _columns(self._db, "responses"):  # a file from before checksums
                 try:
                     self._db.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
@@ -348,6 +404,61 @@ class ResponseCache:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (key, request.get("model", ""), prompt, stage, item_id, reason,
              json.dumps(request, sort_keys=True, ensure_ascii=False)))
+
+    # -- leases: one sender per request across every run sharing the file ------------------
+    @names_the_file
+    def claim(self, key: str, owner: Owner) -> tuple[str, dict | None]:
+        """In one `BEGIN IMMEDIATE` transaction: ("cached", record) when the answer is stored; ("held",
+        lease) when another live owner is sending the request; else ("claimed", None), the lease now
+        this owner's (taking over one whose owner is gone or silent for LEASE_STALE_S)."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            row = self._db.execute(f"SELECT CAST(response AS BLOB), {self._checksum_column} FROM responses"
+                                   f" WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                record, why = verified(row[0], row[1])
+                if why is None:
+                    return "cached", record
+                self.damaged[key] = why
+            lease = self._lease(key)
+            if lease is not None and lease["owner"] != owner and self.live(lease):
+                return "held", lease
+            now = time.time()
+            self._db.execute("INSERT OR REPLACE INTO leases (key, host, pid, started, claimed_at, renewed_at)"
+                             " VALUES (?, ?, ?, ?, ?, ?)", (key, owner.host, owner.pid, owner.started, now, now))
+        return "claimed", None
+
+    def _lease(self, key: str) -> dict | None:
+        row = self._db.execute("SELECT host, pid, started, claimed_at, renewed_at FROM leases WHERE key = ?",
+                               (key,)).fetchone()
+        if row is None:
+            return None
+        return {"owner": Owner(row[0], row[1], row[2]), "claimed_at": row[3], "renewed_at": row[4]}
+
+    @staticmethod
+    def live(lease: dict) -> bool:
+        """Whether a lease still stands: renewed within LEASE_STALE_S and its owner not known gone."""
+        return time.time() - lease["renewed_at"] < LEASE_STALE_S and not lease["owner"].gone()
+
+    @names_the_file
+    def holder(self, key: str, owner: Owner) -> dict | None:
+        """The live lease another owner holds on `key`, or None (no transaction: a look, not a claim)."""
+        if self.readonly:
+            return None
+        lease = self._lease(key)
+        return lease if lease is not None and lease["owner"] != owner and self.live(lease) else None
+
+    @names_the_file
+    def renew(self, keys, owner: Owner) -> None:
+        keys = list(keys)
+        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+            chunk = keys[start:start + 500]
+            self._db.execute(f"UPDATE leases SET renewed_at = ? WHERE host = ? AND pid = ? AND key IN"
+                             f" ({','.join('?' * len(chunk))})", (time.time(), owner.host, owner.pid, *chunk))
+
+    @names_the_file
+    def release(self, key: str, owner: Owner) -> None:
+        self._db.execute("DELETE FROM leases WHERE key = ? AND host = ? AND pid = ?", (key, owner.host, owner.pid))
 
     # -- provider batches (aura_eval.llm.batch) ---------------------------------------------
     def _has_table(self, name: str) -> bool:

@@ -28,10 +28,10 @@ import tenacity
 from tqdm import tqdm
 
 from aura_eval.util.jsonl import write_jsonl
-from aura_eval.llm import local, pricing, providers
+from aura_eval.llm import local, pricing, providers, stop
 from aura_eval.llm import settings as call_settings
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
-from aura_eval.llm.cache import ResponseCache, cache_key
+from aura_eval.llm.cache import LEASE_RENEW_S, CacheError, Owner, ResponseCache, cache_key, valid_unicode
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens
 from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
@@ -195,6 +195,16 @@ class ModelClient:
         self.key_names: set[str] = set()  # the key variables of the endpoints asked so far
         self._respond: dict = {}  # provider -> its registered responder's answer function for this job, or None
         self._said_damaged: set[str] = set()  # damaged cache rows already named in the job's log
+        # Across runs sharing the cache file, one sender per request: this process's leases
+        # (cache.claim), renewed while their requests are in flight.
+        self.owner = Owner.this_process()
+        self._leases: set[str] = set()
+        self.lease_waits = 0  # requests answered by another process's call after waiting on its lease
+        # Why this job stopped sending (a stop mark, a signal, a failed cache write), once it has.
+        self._stopping: str | None = None
+        self._write_failed: CacheError | None = None
+        self.unstored = 0  # answers received that could not be stored (the failed write and after)
+        self.invalid_unicode = 0  # characters of invalid Unicode replaced by U+FFFD in stored answers
         # None without llm.budget_usd, and in a replay (no call is sent, nothing is written)
         self.budget = None if self.replay else Budget.of(llm_settings["cache"], self.call.budget_usd)
         # The run's rate limits this job calls under (`rate_limits_paced`: {resource: per minute},
@@ -208,6 +218,8 @@ class ModelClient:
         providers.NoResponderError for a request of a responder provider that nothing registered."""
         # the model entries' batch, price and key variable come with the call settings, not the request
         requests = [dataclasses.replace(r, endpoint=self.call.endpoint(r.endpoint)) for r in requests]
+        if not self.replay:
+            self.check_stop()  # a job started after Ctrl-C sends nothing
         self.key_names |= {r.endpoint.api_key_env for r in requests if r.endpoint.api_key_env}
         results: list[Result | None] = [None] * len(requests)
         remote, batched = [], []
@@ -380,13 +392,89 @@ class ModelClient:
             bar.update(1)
             return result
 
+        tasks = [asyncio.ensure_future(one(r)) for r in requests]
+        renewer = asyncio.ensure_future(self._renew_leases())
         try:
-            results = await asyncio.gather(*(one(r) for r in requests))
+            await self._until_done_or_stopped(tasks)
         finally:
+            renewer.cancel()
             bar.close()
+        results = [task.result() for task in tasks]
         for result in results:
             self.log_call(result)
-        return list(results)
+        return results
+
+    async def _until_done_or_stopped(self, tasks: list) -> None:
+        """Wait for every task, watching for a stop (the run's mark, a signal, a failed cache write).
+        On a stop: nothing more is sent; the requests in flight get `stop.GRACE_S` to be answered and
+        stored, the rest are cancelled (never retried); then RunStopped (or the write's CacheError)
+        with what happened, and the job writes no output. Any other error propagates."""
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=stop.POLL_S, return_when=asyncio.FIRST_EXCEPTION)
+            errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
+            other = [e for e in errors if not isinstance(e, (stop.RunStopped, CacheError))]
+            if other:
+                for task in pending:
+                    task.cancel()
+                raise other[0]
+            if self._stopping is None and not self.replay:
+                why = stop.requested() or ("a cache write failed" if self._write_failed else None)
+                if why is None and errors:
+                    why = str(errors[0])
+                self._stopping = why
+            if self._stopping is not None:
+                break
+        if not pending and self._stopping is None:
+            return
+        began = time.monotonic()
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=stop.GRACE_S)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        answered = sum(t.done() and not t.cancelled() and t.exception() is None for t in tasks)
+        summary = (f"{answered} of {len(tasks)} requests answered (every answer received is in the cache"
+                   f"{'' if not self.unstored else f' but {self.unstored}'}), {len(pending)} in flight cancelled "
+                   f"after {time.monotonic() - began:.1f} s, the rest never sent; no output written")
+        if self._write_failed is not None:
+            raise CacheError(f"{self._write_failed} This job sent nothing more after the failed write: "
+                             f"{self.unstored} answer(s) received could not be stored (paid, and asked again on the "
+                             f"rerun); {summary}.", self.cache.path)
+        raise stop.RunStopped(f"{self.stage}: stopped ({self._stopping}): {summary}. A plain rerun sends only "
+                              f"what is not in the cache.")
+
+    def check_stop(self) -> None:
+        """Raise RunStopped (or the failed write's CacheError) once this job must send nothing more."""
+        if self._write_failed is not None:
+            raise self._write_failed
+        why = self._stopping or stop.requested()
+        if why is not None:
+            self._stopping = self._stopping or why
+            raise stop.RunStopped(f"{self.stage}: stopped ({why})")
+
+    async def _renew_leases(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_RENEW_S)
+            if self._leases:
+                try:
+                    self.cache.renew(self._leases, self.owner)
+                except CacheError:  # the next write names the problem; a missed renewal only shortens a lease
+                    pass
+
+    async def _wait_for_owner(self, key: str) -> tuple[dict | None, float]:
+        """While another live process holds the lease on `key` (it is sending that request), wait:
+        no budget, no rate-limit turn. (its stored answer or None once the lease is gone, the seconds
+        waited). None: the owner failed or vanished, so this job sends the request itself."""
+        waited, started = False, time.monotonic()
+        while self.cache.holder(key, self.owner) is not None:
+            waited = True
+            if self._stopping or stop.requested():
+                break
+            await asyncio.sleep(0.2)
+        if not waited:
+            return None, 0.0
+        return self.cached(key), round(time.monotonic() - started, 3)
 
     def _shared(self, req: Request, answered: Result) -> Result:
         if answered.status == "failed":
@@ -403,21 +491,54 @@ class ModelClient:
         return {"type": "json_schema",
                 "json_schema": {"name": req.prompt_id, "schema": req.schema, "strict": False}}
 
+    def _hit(self, req: Request, record: dict, key: str, waited_s: float = 0.0) -> Result:
+        result = self.result_from(req, record, key, cache_hit=True)
+        result.latency_s, result.wait_s = 0.0, waited_s
+        return result
+
     async def _call(self, req: Request, described: dict, key: str) -> Result:
         cached = self.cached(key)
         if cached is not None:
-            result = self.result_from(req, cached, key, cache_hit=True)
-            result.latency_s = 0.0
-            return result
-        if self.replay:
+            return self._hit(req, cached, key)
+        if self.replay:  # a replay sends nothing, so it takes no lease
             self.raise_replay_miss(req, described, key)
-        hold, refused = self.reserve_budget(req, key)
-        if refused is not None:
-            self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
-                                   reason="budget")
-            return Result(request=req, status="failed", error=refused, key=key, latency_s=0.0,
-                          call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req)})
-        response, error, attempts = await self._with_retries(req, described)
+        waited, tokens = 0.0, 0
+        while True:
+            self.check_stop()
+            record, wait_s = await self._wait_for_owner(key)
+            waited += wait_s
+            if record is not None:  # another process's call answered it while this one waited
+                self.lease_waits += 1
+                return self._hit(req, record, key, waited)
+            hold, refused = self.reserve_budget(req, key)
+            if refused is not None:
+                self.cache.record_miss(key, described, prompt=req.prompt_id, stage=self.stage, item_id=req.item_id,
+                                       reason="budget")
+                return Result(request=req, status="failed", error=refused, key=key, latency_s=0.0,
+                              call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req)})
+            if self.pacer:  # before the clock starts: waiting for a turn is not latency
+                litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
+                tokens = estimated_tokens(req.messages, req.endpoint.params)
+                await self.pacer.wait(req.endpoint.model, tokens)
+            # The lease is claimed after the rate-limit turn, with the cache checked in the same transaction.
+            state, record = self.cache.claim(key, self.owner)
+            if state == "claimed":
+                break
+            if hold is not None:
+                self.budget.settle(hold, 0.0)
+            if state == "cached":
+                self.lease_waits += 1
+                return self._hit(req, record, key, waited)
+        self._leases.add(key)
+        try:
+            return await self._send_and_store(req, described, key, hold, tokens)
+        finally:
+            self._leases.discard(key)
+            if self._write_failed is None:
+                self.cache.release(key, self.owner)  # a failed owner's waiters send it themselves
+
+    async def _send_and_store(self, req: Request, described: dict, key: str, hold, tokens: int) -> Result:
+        response, error, attempts = await self._with_retries(req, described, tokens)
         if hold is not None:
             self.budget.settle(hold, 0.0 if error is not None else response["cost_usd"])
         if error is not None:
@@ -427,12 +548,25 @@ class ModelClient:
                           attempts=attempts["n"], wait_s=attempts["wait_s"], auth_error=attempts["auth"],
                           call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req),
                                                                       "litellm_version": litellm_version()})
-        stored = self.cache.put_first(key, described, response)  # another job's first answer, if it won
+        response, replaced = valid_unicode(response)
+        if replaced:
+            self.invalid_unicode += replaced
+            response["invalid_unicode"] = replaced
+            print(f"{self.stage}: the answer to {req.item_id} ({req.endpoint.name}) held {replaced} character(s) of "
+                  f"invalid Unicode, stored as U+FFFD", file=sys.stderr)
+        try:
+            stored = self.cache.put_first(key, described, response)  # another job's first answer, if it won
+        except CacheError as err:
+            # The answer is paid but cannot be kept: send nothing more; the run loop stops the job.
+            self.unstored += 1
+            self._write_failed = self._write_failed or err
+            self._stopping = self._stopping or "a cache write failed"
+            raise
         result = self.result_from(req, stored, key, cache_hit=False)
         result.attempts, result.wait_s = attempts["n"], attempts["wait_s"]
         return result
 
-    async def _with_retries(self, req, described) -> tuple[dict | None, str | None, dict]:
+    async def _with_retries(self, req, described, tokens: int = 0) -> tuple[dict | None, str | None, dict]:
         """(response record, None, attempts) or (None, error text, attempts) once retries are spent.
 
         Retries (tenacity) on rate limits, server errors, timeouts and dropped connections,
@@ -452,10 +586,6 @@ class ModelClient:
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
             stop=tenacity.stop_after_attempt(int(self.call.max_retries) + 1)
             | _StopAfterWait(float(self.call.max_wait_s), wait))
-        tokens = estimated_tokens(req.messages, req.endpoint.params) if self.pacer else 0
-        if self.pacer:  # before the clock starts: waiting for a turn is not latency
-            litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
-            await self.pacer.wait(req.endpoint.model, tokens)
         called_at, start = utc_now(), time.perf_counter()
         attempts = {"n": 0, "wait_s": 0.0, "auth": False, "latency_s": 0.0}
         try:
@@ -463,9 +593,12 @@ class ModelClient:
                 with attempt:
                     if self.pacer and attempts["n"]:  # a retry is a call too: it waits for its turn
                         await self.pacer.wait(req.endpoint.model, tokens)
+                    self.check_stop()  # before each send and each retry
                     attempts["n"] += 1
                     self.calls_made += 1
                     resp = await litellm_module().acompletion(**kwargs)
+        except (stop.RunStopped, CacheError):
+            raise
         except Exception as err:  # spent or not retryable (bad request, auth, ...): recorded, never raised
             attempts.update(wait_s=round(retrying.statistics.get("idle_for", 0.0), 3), auth=is_auth_error(err),
                             latency_s=time.perf_counter() - start)
