@@ -32,6 +32,7 @@ class StubState:
         self.slow_s = 3.0
         self.retry_after_s: float | None = None  # a 429 sends Retry-After when set
         self.requests: list[dict] = []
+        self.arrived: list[float] = []  # time.time() of each request's arrival
         self.in_flight = 0
         self.max_in_flight = 0
         self.rpm: float | None = None  # the server-side rate limit (see rate_limit)
@@ -103,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with state.lock:
             state.requests.append(body)
+            state.arrived.append(time.time())
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:

@@ -54,3 +54,31 @@ AGENT_MOCK = '{"thought": "mock thought", "action": "mock action"}'
 def mock_model(answer: str, **params) -> dict:
     return {"model": "openai/mock-model", "vendor": "mockvendor",
             "params": {"temperature": 0.0, "mock_response": answer, **params}}
+
+
+def all_stub_config(work: Path, stub_base: str, seeds: int | None = None, cache: str | None = None):
+    """(config path, responder): .test/config/mock.yaml with every model served by the stub at `stub_base`
+    (so every answer is a request the stub counts), each answering what mock.yaml's canned answer says
+    and the construction roles a valid instance of the request's schema. `cache` moves the cache file."""
+    import yaml
+
+    from tests.stub_server import schema_answer
+
+    config = yaml.safe_load((ROOT / ".test/config/mock.yaml").read_text())
+    canned = {}
+    for name, entry in config["models"].items():
+        answer = entry["params"].pop("mock_response", None)
+        entry.update(model=f"openai/stub-{name}", api_base=stub_base, api_key_env=STUB_KEY_ENV)
+        if answer is not None:
+            canned[entry["model"].removeprefix("openai/")] = answer
+    if seeds is not None:
+        config["seeds"] = seeds
+    if cache is not None:
+        config["llm"]["cache"] = cache
+    path = work / ".test/config/all_stub.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def responder(body: dict, headers) -> str:
+        return canned.get(body["model"]) or schema_answer(body)
+
+    return path, responder

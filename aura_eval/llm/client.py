@@ -274,6 +274,8 @@ class ModelClient:
         (`call_of`). Attempts and waits are left at 0: the caller sets them."""
         parsed, problem = parse_json(response["content"], req.schema) if req.schema is not None else (
             None, None)
+        if parsed is not None:  # an escape such as "\ud800" inside the answer's JSON: never written as is
+            parsed = valid_unicode(parsed)[0]
         return Result(request=req, status="ok" if problem is None else "unparseable",
                       content=response["content"], parsed=parsed, error=problem,
                       tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),

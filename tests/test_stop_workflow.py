@@ -1,0 +1,58 @@
+"""Ctrl-C stops the spending, on the whole workflow: every model served by the stub (each answer a
+counted request), a SIGINT to Snakemake alone in the middle of the run, then a plain rerun."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aura_eval.llm import stop
+from tests.stub_server import StubServer
+from tests.workflow import STUB_KEY_ENV, all_stub_config, scratch_copy, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def answers(cache: Path) -> int:
+    with sqlite3.connect(cache) as db:
+        return db.execute("SELECT count(*) FROM responses").fetchone()[0]
+
+
+def test_sigint_to_snakemake_stops_the_sending_and_the_rerun_pays_only_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setenv(STUB_KEY_ENV, "cred-stop-5d1e0c7a9b")
+    with StubServer() as stub:
+        stub.state.latency_s = 0.3
+        work = scratch_copy(tmp_path)
+        config, stub.state.responder = all_stub_config(work, stub.api_base, seeds=2)
+        exe = Path(sys.executable).parent / "snakemake"
+        log = open(tmp_path / "run.log", "w")
+        proc = subprocess.Popen([str(exe), "--cores", "2", "--configfile", str(config)], cwd=work, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        while len(stub.state.requests) < 25 and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before the signal"
+        signalled = time.time()
+        proc.send_signal(signal.SIGINT)  # to Snakemake alone: its jobs get no signal, only the mark
+        proc.wait(timeout=120)
+        ended = time.time()
+        late = [t - signalled for t in stub.state.arrived if t > signalled]
+        text = (tmp_path / "run.log").read_text()
+        assert proc.returncode != 0
+        assert max(late, default=0.0) <= 5.0, late  # no request later than 5 s after the signal
+        assert ended - signalled <= 30, text[-3000:]
+        assert (work / stop.MARK_NAME).exists()
+        assert not list((work / ".snakemake/locks").glob("*"))  # no lock left: a plain rerun starts
+        assert "stopped (the run's stop mark is set" in text
+        sent, stored = len(stub.state.requests), answers(work / "cache/mock.sqlite")
+        assert sent - stored <= 2  # at most what was in flight when the grace ran out
+
+        snakemake(work, "--configfile", str(config))
+        rerun_sent = len(stub.state.requests) - sent
+        assert rerun_sent == answers(work / "cache/mock.sqlite") - stored  # only what was not stored
+        assert not (work / stop.MARK_NAME).exists()  # the rerun's start cleared the old mark
+        assert (work / "results/report/report.html").exists()
