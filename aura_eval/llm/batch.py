@@ -1,11 +1,12 @@
-"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API and
-Anthropic's Message Batches, at about half the price and within 24 hours instead of seconds.
+"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API,
+Anthropic's Message Batches and Gemini's Batch Mode, at about half the price and within 24 hours
+instead of seconds.
 
 `ModelClient.run` hands a batch model's requests to a `BatchRun`: cache hits are answered at
 once, replay mode raises on a miss as the live path does, and only the misses go out, as one
-batch per (provider, model, endpoint) and size limit. The openai and anthropic SDKs are used
-directly: litellm's batch functions cover OpenAI only and add a layer between us and the file
-and batch objects whose ids we keep.
+batch per (provider, model, endpoint) and size limit. The openai, anthropic and google-genai SDKs
+are used directly: litellm's batch functions cover OpenAI only and add a layer between us and the
+file and batch objects whose ids we keep.
 
 Crash-safe: each batch's id, provider, model, state and times, and the keys it holds (the
 custom_id of each request is its cache key) with their requests, are kept in the cache database
@@ -32,8 +33,9 @@ from aura_eval.llm.providers import BATCH_PROVIDERS
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
 
 # The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
-MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
-MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000}
+# Gemini's inline requests must stay under 20 MB per batch (its docs); no count limit is documented.
+MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000, "gemini": 100_000}
+MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000, "gemini": 19_000_000}
 # Anthropic requires max_tokens; litellm's default for Anthropic models when none is set.
 ANTHROPIC_MAX_TOKENS = 4096
 
@@ -65,10 +67,18 @@ def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: in
     return tokens_in * per[0] + tokens_out * per[1]
 
 
+def _status_code(err: Exception) -> int | None:
+    """The HTTP status of an SDK error (openai and anthropic: `status_code`; google-genai: `code`)."""
+    code = getattr(err, "status_code", None) or getattr(err, "code", None)
+    return code if isinstance(code, int) else None
+
+
 def _is_auth(err: Exception) -> bool:
-    """A missing or refused key (never mended by waiting; the stage fails the job on it)."""
+    """A missing or refused key (never mended by waiting; the stage fails the job on it). Google
+    answers a bad key with 400 API_KEY_INVALID, so its text counts too."""
     text = str(err).lower()
-    return getattr(err, "status_code", None) in (401, 403) or "credentials" in text or "api_key" in text
+    return (_status_code(err) in (401, 403) or "credentials" in text or "api_key" in text
+            or "api key not valid" in text)
 
 
 def _api_key(endpoint: Endpoint) -> str | None:
@@ -215,7 +225,115 @@ class _Anthropic:
                 yield item["custom_id"], None, f"{result.get('type')}: the batch ended before this request ran"
 
 
-ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic}
+class _Gemini:
+    """Gemini's Batch Mode (Gemini Developer API): one batch of inline GenerateContent requests,
+    each carrying its cache key in `metadata.key`; the answers come back inline, or in a results
+    file (JSONL lines with `key`) that the Files API downloads."""
+
+    provider = "gemini"
+    ended = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
+    # generationConfig's name for each sampling parameter; reasoning_effort has no field of the same meaning.
+    fields = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_output_tokens", "seed": "seed",
+              "stop": "stop_sequences", "presence_penalty": "presence_penalty",
+              "frequency_penalty": "frequency_penalty"}
+
+    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
+        from google import genai
+        from google.genai import types
+
+        self.litellm = litellm
+        self.sdk_version = f"google-genai {genai.__version__}"
+        base = (endpoint.api_base or "").rstrip("/")
+        for version in ("/v1beta", "/v1"):  # the SDK adds the API version itself
+            base = base.removesuffix(version)
+        options = types.HttpOptions(base_url=base or None, api_version="v1beta", timeout=int(float(settings.timeout_s) * 1000),
+                                    retry_options=types.HttpRetryOptions(attempts=int(settings.max_retries) + 1))
+        self.api = genai.Client(api_key=_api_key(endpoint), http_options=options)
+
+    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
+        params = described["params"]
+        if "reasoning_effort" in params:
+            return None, "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
+        config = {self.fields[name]: value for name, value in params.items() if name in self.fields}
+        if isinstance(config.get("stop_sequences"), str):
+            config["stop_sequences"] = [config["stop_sequences"]]
+        system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
+        if system:
+            config["system_instruction"] = system
+        response_format = described["response_format"] or {}
+        if response_format.get("type") in ("json_schema", "json_object"):
+            config["response_mime_type"] = "application/json"
+        if response_format.get("type") == "json_schema":
+            config["response_json_schema"] = response_format["json_schema"]["schema"]
+        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+                    for m in described["messages"] if m["role"] != "system"]
+        # "model" names the batch's model (one per batch: BatchRun groups by model); create() takes it out.
+        return {"model": described["model"].split("/", 1)[1], "contents": contents, "config": config,
+                "metadata": {"key": key}}, None
+
+    def create(self, lines: list[dict]) -> tuple[str, str]:
+        requests = [{k: v for k, v in line.items() if k != "model"} for line in lines]
+        job = self.api.batches.create(model=lines[0]["model"], src=requests)
+        return job.name, _state(job)
+
+    def retrieve(self, batch_id: str) -> Status:
+        job = self.api.batches.get(name=batch_id)
+        state = _state(job)
+        reason = {"JOB_STATE_EXPIRED": "expired: the batch did not finish within the provider's window",
+                  "JOB_STATE_CANCELLED": "cancelled"}.get(state)
+        if state == "JOB_STATE_FAILED":
+            reason = "failed: " + ((job.error and job.error.message) or "no reason given")
+        return Status(state, state in self.ended, state.removeprefix("JOB_STATE_").lower(), reason, job)
+
+    def answers(self, status: Status):
+        dest = status.raw.dest
+        if dest is None:
+            return
+        if dest.inlined_responses:
+            items = [item.model_dump(mode="json", by_alias=True, exclude_none=True)
+                     for item in dest.inlined_responses]
+        elif dest.file_name:
+            items = []
+            for text in self.api.files.download(file=dest.file_name).decode("utf-8").splitlines():
+                try:
+                    items.append(json.loads(text))
+                except json.JSONDecodeError:
+                    continue  # its key stays unanswered and is reported so
+        else:
+            return
+        from litellm.litellm_core_utils.core_helpers import map_finish_reason
+
+        for item in items:
+            key = item.get("key") or (item.get("metadata") or {}).get("key")
+            if key is None:
+                continue
+            response, error = item.get("response") or {}, item.get("error")
+            candidates = response.get("candidates") or []
+            if error or not candidates:
+                error = error or {"message": f"no candidate (prompt feedback: {response.get('promptFeedback')})"}
+                yield key, None, f"error {error.get('code')}: {error.get('message')}"
+                continue
+            usage = response.get("usageMetadata") or {}
+            parts = (candidates[0].get("content") or {}).get("parts") or []
+            finish = candidates[0].get("finishReason")
+            out = usage.get("candidatesTokenCount")
+            # Thinking tokens are billed as output, as litellm counts them on the live path.
+            tokens_out = None if out is None and "thoughtsTokenCount" not in usage else (
+                (out or 0) + (usage.get("thoughtsTokenCount") or 0))
+            yield key, {
+                "content": "".join(p.get("text", "") for p in parts if not p.get("thought")),
+                "finish_reason": map_finish_reason(finish) if finish else None,
+                "tokens_in": usage.get("promptTokenCount"), "tokens_out": tokens_out,
+                "provenance": {"response_id": response.get("responseId"),
+                               "response_model": response.get("modelVersion"), "system_fingerprint": None}}, None
+
+
+def _state(job) -> str:
+    state = job.state
+    return getattr(state, "value", state) or "JOB_STATE_UNSPECIFIED"
+
+
+ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic, "gemini": _Gemini}
 
 
 def _chunks(lines: list[tuple[str, dict]], max_requests: int, max_bytes: int):
@@ -358,11 +476,11 @@ class BatchRun:
                     status = self.adapter_of[batch_id].retrieve(batch_id)
                 except Exception as err:
                     problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
-                    code = getattr(err, "status_code", None)
+                    code = _status_code(err)
                     if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
                         status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
                                         None)
-                    elif code in (401, 403):  # a refused key: stop waiting; it stays open for a rerun
+                    elif code in (401, 403) or _is_auth(err):  # a refused key: stop waiting; it stays open for a rerun
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
                                                 f"resumes polling it", auth=True)
