@@ -4,7 +4,7 @@ It implements just enough of OpenAI's `/v1/files`, `/v1/batches`, `/v1/batches/{
 `/v1/files/{id}/content`, of Anthropic's `/v1/messages/batches`, `/v1/messages/batches/{id}`
 and `/v1/messages/batches/{id}/results`, and of Gemini's `/v1beta/models/{model}:batchGenerateContent`,
 `/v1beta/batches` (list), `/v1beta/batches/{id}` (a long-running operation) and its results file
-(`/download/v1beta/files/{id}:download`), for the openai, anthropic and google-genai SDKs. Scripted behaviour
+(`/v1beta/files/{id}:download`), for the openai, anthropic and google-genai SDKs. Scripted behaviour
 (`BatchStubState`): a batch answers "in progress" to `polls_before_end` retrievals, then ends as
 `end_state` ("completed", "expired" or "cancelled"; Anthropic's batches always end as "ended",
 their unanswered items as expired or canceled; Gemini's as BATCH_STATE_SUCCEEDED, _EXPIRED or
@@ -26,7 +26,7 @@ from tests.stub_server import LocalServer
 
 TOKENS_IN, TOKENS_OUT = 11, 5  # the usage every answer reports
 GEMINI_STATES = {"completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
-                 "cancelled": "BATCH_STATE_CANCELLED"}
+                 "cancelled": "BATCH_STATE_CANCELLED", "failed": "BATCH_STATE_FAILED"}
 
 
 class BatchStubState:
@@ -265,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/v1beta/batches":
             self._send(200, {"operations": [self._gemini_operation(state, b) for b in state.batches
                                             if state.batches[b]["api"] == "gemini"][:1]})
-        elif m := re.fullmatch(r"/download/v1beta/(files/[^/:]+):download", path):
+        elif m := re.fullmatch(r"/v1beta/(files/[^/:]+):download", path):  # with alt=media: the file's bytes
             self._send(200, state.files[m.group(1)], "application/octet-stream")
         elif m := re.fullmatch(r"/v1beta/(batches/[^/]+)", path):
             if m.group(1) not in state.batches:
