@@ -123,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
                                                                    "message": "invalid x-api-key"}})
             if self._gemini_get(state):
                 return None
+            if self.path.partition("?")[0] in ("/v1/batches", "/v1/messages/batches"):  # a list (the preflight's)
+                return self._send(200, {"object": "list", "data": [], "has_more": False, "first_id": None,
+                                        "last_id": None})
             m = re.fullmatch(r"/v1/(?:messages/)?batches/([^/?]+)(?:/results)?", self.path)
             if m and m.group(1) not in state.batches:
                 return self._send(404, {"type": "error", "error": {"type": "not_found_error",

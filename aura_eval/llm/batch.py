@@ -67,17 +67,17 @@ def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: in
     return tokens_in * per[0] + tokens_out * per[1]
 
 
-def _status_code(err: Exception) -> int | None:
+def status_code_of(err: Exception) -> int | None:
     """The HTTP status of an SDK error (openai and anthropic: `status_code`; google-genai: `code`)."""
     code = getattr(err, "status_code", None) or getattr(err, "code", None)
     return code if isinstance(code, int) else None
 
 
-def _is_auth(err: Exception) -> bool:
+def is_auth_error(err: Exception) -> bool:
     """A missing or refused key (never mended by waiting; the stage fails the job on it). Google
     answers a bad key with 400 API_KEY_INVALID, so its text counts too."""
     text = str(err).lower()
-    return (_status_code(err) in (401, 403) or "credentials" in text or "api_key" in text
+    return (status_code_of(err) in (401, 403) or "credentials" in text or "api_key" in text
             or "api key not valid" in text)
 
 
@@ -115,6 +115,10 @@ class _OpenAI:
         extra = mapped.pop("extra_body", None) or {}
         return {"custom_id": key, "method": "POST", "url": self.url,
                 "body": {"model": name, "messages": described["messages"], **mapped, **extra}}, None
+
+    def check(self) -> None:
+        """Raise unless the batch API answers with this key (the preflight's cheapest call)."""
+        self.api.batches.list(limit=1)
 
     def create(self, lines: list[dict]) -> tuple[str, str]:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
@@ -192,6 +196,9 @@ class _Anthropic:
         # No JSON schema is sent: the prompts ask for JSON and the answer is parsed as on the live path.
         return {"custom_id": key, "params": body}, None
 
+    def check(self) -> None:
+        self.api.messages.batches.list(limit=1)
+
     def create(self, lines: list[dict]) -> tuple[str, str]:
         batch = self.api.messages.batches.create(requests=lines)
         return batch.id, batch.processing_status
@@ -231,11 +238,6 @@ class _Gemini:
     file (JSONL lines with `key`) that the Files API downloads."""
 
     provider = "gemini"
-    ended = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
-    # generationConfig's name for each sampling parameter; reasoning_effort has no field of the same meaning.
-    fields = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_output_tokens", "seed": "seed",
-              "stop": "stop_sequences", "presence_penalty": "presence_penalty",
-              "frequency_penalty": "frequency_penalty"}
 
     def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
         from google import genai
@@ -254,7 +256,7 @@ class _Gemini:
         params = described["params"]
         if "reasoning_effort" in params:
             return None, "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
-        config = {self.fields[name]: value for name, value in params.items() if name in self.fields}
+        config = {GEMINI_FIELDS[name]: value for name, value in params.items() if name in GEMINI_FIELDS}
         if isinstance(config.get("stop_sequences"), str):
             config["stop_sequences"] = [config["stop_sequences"]]
         system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
@@ -271,6 +273,9 @@ class _Gemini:
         return {"model": described["model"].split("/", 1)[1], "contents": contents, "config": config,
                 "metadata": {"key": key}}, None
 
+    def check(self) -> None:
+        next(iter(self.api.batches.list(config={"page_size": 1})), None)
+
     def create(self, lines: list[dict]) -> tuple[str, str]:
         requests = [{k: v for k, v in line.items() if k != "model"} for line in lines]
         job = self.api.batches.create(model=lines[0]["model"], src=requests)
@@ -283,7 +288,7 @@ class _Gemini:
                   "JOB_STATE_CANCELLED": "cancelled"}.get(state)
         if state == "JOB_STATE_FAILED":
             reason = "failed: " + ((job.error and job.error.message) or "no reason given")
-        return Status(state, state in self.ended, state.removeprefix("JOB_STATE_").lower(), reason, job)
+        return Status(state, state in GEMINI_ENDED, state.removeprefix("JOB_STATE_").lower(), reason, job)
 
     def answers(self, status: Status):
         dest = status.raw.dest
@@ -333,6 +338,11 @@ def _state(job) -> str:
     return getattr(state, "value", state) or "JOB_STATE_UNSPECIFIED"
 
 
+GEMINI_ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+# generationConfig's name for each sampling parameter; reasoning_effort has no field of the same meaning.
+GEMINI_FIELDS = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_output_tokens", "seed": "seed",
+                 "stop": "stop_sequences", "presence_penalty": "presence_penalty",
+                 "frequency_penalty": "frequency_penalty"}
 ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic, "gemini": _Gemini}
 
 
@@ -406,7 +416,7 @@ class BatchRun:
                 self.adapter_of.setdefault(batch_id, self._adapter(endpoint))
             except Exception as err:  # e.g. no key for the SDK: recorded; the batch stays open for a rerun
                 self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000],
-                           auth=_is_auth(err))
+                           auth=is_auth_error(err))
                 continue
             self.batch_of[key] = batch_id
             self.endpoint_of.setdefault(batch_id, endpoint)
@@ -429,7 +439,7 @@ class BatchRun:
         except Exception as err:  # e.g. no key for the SDK: every request of the group fails, recorded
             for key in keys:
                 self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000],
-                           auth=_is_auth(err))
+                           auth=is_auth_error(err))
             return
         lines = []
         for key in keys:
@@ -450,7 +460,7 @@ class BatchRun:
                 for key, _ in chunk:
                     self._settle(key, 0.0)
                     self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
-                               auth=_is_auth(err))
+                               auth=is_auth_error(err))
                 continue
             first = {key: self.requests[self.waiting[key][0]] for key, _ in chunk}
             c.cache.record_batch(batch_id, provider=provider, model=model, api_base=endpoint.api_base,
@@ -476,11 +486,11 @@ class BatchRun:
                     status = self.adapter_of[batch_id].retrieve(batch_id)
                 except Exception as err:
                     problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
-                    code = _status_code(err)
+                    code = status_code_of(err)
                     if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
                         status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
                                         None)
-                    elif code in (401, 403) or _is_auth(err):  # a refused key: stop waiting; it stays open for a rerun
+                    elif code in (401, 403) or is_auth_error(err):  # a refused key: stop waiting; it stays open for a rerun
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
                                                 f"resumes polling it", auth=True)
