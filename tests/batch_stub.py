@@ -45,6 +45,8 @@ class BatchStubState:
         self.refused_key = "\0"  # a key ending so is refused (401) on every retrieval
         self.keys_seen: set[str] = set()  # the keys sent (Authorization without "Bearer ", x-api-key, x-goog-api-key)
         self.gemini_results_file = False  # Gemini's answers in a results file instead of inline
+        self.gemini_metadata = True  # False: inline answers without their request's metadata (seen from Google)
+        self.echo = False  # answer {"answer": <the request's last text>} instead of `content`
 
     def new_id(self, prefix: str) -> str:
         self.ids += 1
@@ -293,15 +295,17 @@ class _Handler(BaseHTTPRequestHandler):
         if ended:
             answers = []
             for i, request in enumerate(batch["requests"]):
-                outcome = state.outcome(batch, i, request["request"]["contents"][-1]["parts"][0]["text"])
+                text = request["request"]["contents"][-1]["parts"][0]["text"]
+                outcome = state.outcome(batch, i, text)
                 key = (request.get("metadata") or {}).get("key")
+                content = json.dumps({"answer": text}) if state.echo else state.content
                 if outcome == "ok":
                     answers.append({"response": {
-                        "candidates": [{"content": {"role": "model", "parts": [{"text": state.content}]},
+                        "candidates": [{"content": {"role": "model", "parts": [{"text": content}]},
                                         "finishReason": "STOP", "index": 0}],
                         "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT - 2,
                                           "thoughtsTokenCount": 2, "totalTokenCount": TOKENS_IN + TOKENS_OUT},
-                        "modelVersion": batch["model"].removeprefix("models/"), "responseId": f"resp-{i}"},
+                        "modelVersion": batch["model"].removeprefix("models/"), "responseId": f"resp-{key[:12]}"},
                         "metadata": {"key": key}})
                 elif outcome == "failed":
                     answers.append({"error": {"code": 400, "message": "stub refuses this request"},
@@ -312,6 +316,9 @@ class _Handler(BaseHTTPRequestHandler):
                                                for a in answers).encode()
                 metadata["output"] = {"responsesFile": file_id}
             else:
+                if not state.gemini_metadata:
+                    for answer in answers:
+                        answer.pop("metadata")
                 metadata["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
         return {"name": batch_id, "metadata": metadata, "done": ended}
 

@@ -76,7 +76,7 @@ def test_submit_poll_complete_and_replay(batch_stub, settings, provider):
     call = results[0].call
     assert call["params"] == {"max_tokens": 64, "temperature": 0.0} and call["litellm_version"] is None
     assert call["response_id"] == {"openai": f"chatcmpl-{batch_id}-0", "anthropic": f"msg_{batch_id}_0",
-                                   "gemini": "resp-0"}[provider]
+                                   "gemini": f"resp-{results[0].key[:12]}"}[provider]
     assert call["called_at"].endswith("Z") and call["response_model"] == "stub-batch"
     record = client.cache.get(results[0].key)
     assert record["provenance"]["batch_id"] == batch_id
@@ -152,10 +152,14 @@ def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, sett
 def test_expired_or_cancelled_batch_records_unanswered_items(batch_stub, settings, provider, end, reason):
     batch_stub.state.end_state, batch_stub.state.answered = end, 2
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 5))
-    assert [r.status for r in results] == ["ok", "ok", "failed", "failed", "failed"]
+    # The stub answers the first two requests it was sent (Gemini's go in key order).
+    keys = [r.key for r in results]
+    sent_first = sorted(keys)[:2] if provider == "gemini" else keys[:2]
+    assert [r.status for r in results] == ["ok" if k in sent_first else "failed" for k in keys]
     batch_id = batch_stub.state.submissions[0][1]
-    assert all(r.error.startswith(f"batch {batch_id}: ") for r in results[2:])
-    assert all(r.error.endswith(reason) for r in results[2:])
+    unanswered = [r for r in results if r.key not in sent_first]
+    assert len(unanswered) == 3 and all(r.error.startswith(f"batch {batch_id}: ") for r in unanswered)
+    assert all(r.error.endswith(reason) for r in unanswered)
     # The unanswered three are not cached: the next run sends them again, in a new batch.
     batch_stub.state.end_state = "completed"
     again = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 5))
@@ -327,6 +331,19 @@ def test_gemini_answers_from_a_results_file(batch_stub, settings):
     assert [r.parsed for r in results] == [{"answer": "yes"}, None, {"answer": "yes"}]
     assert results[1].error == f"batch {batch_stub.state.submissions[0][1]}: error 400: stub refuses this request"
     assert [r.cost_usd for r in results] == [pytest.approx(HALF_PRICE), None, pytest.approx(HALF_PRICE)]
+
+
+def test_gemini_answers_without_metadata_are_matched_by_position(batch_stub, settings):
+    """Google returns inline answers in the order of the requests and has been seen to drop their
+    metadata: each answer then belongs to the key at its position (the requests go in key order)."""
+    batch_stub.state.gemini_metadata, batch_stub.state.echo = False, True
+    texts = [f"question {i}" for i in range(6)] + ["FAIL 6"]
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "gemini", 7, texts=texts))
+    assert [r.parsed for r in results[:6]] == [{"answer": t} for t in texts[:6]]
+    assert results[6].status == "failed" and results[6].error.endswith("error 400: stub refuses this request")
+    ((first, *rest),) = [b["requests"] for b in batch_stub.state.batches.values()]
+    keys = [line["metadata"]["key"] for line in (first, *rest)]
+    assert keys == sorted(keys)
 
 
 def test_gemini_refuses_reasoning_effort_before_sending(batch_stub, settings):

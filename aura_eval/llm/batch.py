@@ -137,8 +137,9 @@ class _OpenAI:
         return Status(batch.status, batch.status in ("completed", "expired", "cancelled", "failed"), progress,
                       reason, batch)
 
-    def answers(self, status: Status):
-        """(key, response record or None, error or None) for each line of the output and error files."""
+    def answers(self, status: Status, keys: list[str]):
+        """(key, response record or None, error or None) for each line of the output and error files
+        (`keys`, the batch's keys in submission order, are for providers that answer by position)."""
         for file_id in (status.raw.output_file_id, status.raw.error_file_id):
             if not file_id:
                 continue
@@ -211,7 +212,7 @@ class _Anthropic:
                     f"{c.errored} errored, {c.canceled} canceled, {c.expired} expired")
         return Status(batch.processing_status, batch.processing_status == "ended", progress, None, batch)
 
-    def answers(self, status: Status):
+    def answers(self, status: Status, keys: list[str]):
         for item in self.api.messages.batches.results(status.raw.id):
             item = item.model_dump()
             result = item.get("result") or {}
@@ -277,7 +278,10 @@ class _Gemini:
         next(iter(self.api.batches.list(config={"page_size": 1})), None)
 
     def create(self, lines: list[dict]) -> tuple[str, str]:
-        requests = [{k: v for k, v in line.items() if k != "model"} for line in lines]
+        # In key order: Google returns inline answers in the order of the requests, and has been seen
+        # to drop their metadata, so `answers` can tell an answer's key by its position.
+        requests = sorted(({k: v for k, v in line.items() if k != "model"} for line in lines),
+                          key=lambda line: line["metadata"]["key"])
         job = self.api.batches.create(model=lines[0]["model"], src=requests)
         return job.name, _state(job)
 
@@ -290,13 +294,16 @@ class _Gemini:
             reason = "failed: " + ((job.error and job.error.message) or "no reason given")
         return Status(state, state in GEMINI_ENDED, state.removeprefix("JOB_STATE_").lower(), reason, job)
 
-    def answers(self, status: Status):
+    def answers(self, status: Status, keys: list[str]):
         dest = status.raw.dest
         if dest is None:
             return
         if dest.inlined_responses:
             items = [item.model_dump(mode="json", by_alias=True, exclude_none=True)
                      for item in dest.inlined_responses]
+            if len(items) == len(keys):  # answers without their metadata: the key of their position
+                for item, key in zip(items, keys):
+                    item.setdefault("metadata", {}).setdefault("key", key)
         elif dest.file_name:
             items = []
             for text in self.api.files.download(file=dest.file_name).decode("utf-8").splitlines():
@@ -543,7 +550,7 @@ class BatchRun:
         per_token = batch_price(self.endpoint_of[batch_id])  # once per batch
         outcomes: dict[str, tuple[str, str | None]] = {}
         stored_of: dict[str, dict] = {}
-        for key, record, error in adapter.answers(status) if status.raw is not None else ():
+        for key, record, error in adapter.answers(status, sorted(items)) if status.raw is not None else ():
             if key not in items or key in outcomes:
                 continue
             if record is None:
