@@ -244,12 +244,12 @@ class _Gemini:
         from google import genai
         from google.genai import types
 
-        self.litellm = litellm
         self.sdk_version = f"google-genai {genai.__version__}"
         base = (endpoint.api_base or "").rstrip("/")
         for version in ("/v1beta", "/v1"):  # the SDK adds the API version itself
             base = base.removesuffix(version)
-        options = types.HttpOptions(base_url=base or None, api_version="v1beta", timeout=int(float(settings.timeout_s) * 1000),
+        options = types.HttpOptions(base_url=base or None, api_version="v1beta",
+                                    timeout=int(float(settings.timeout_s) * 1000),  # milliseconds
                                     retry_options=types.HttpRetryOptions(attempts=int(settings.max_retries) + 1))
         self.api = genai.Client(api_key=_api_key(endpoint), http_options=options)
 
