@@ -6,11 +6,13 @@ and `/v1/messages/batches/{id}/results`, and of Gemini's `/v1beta/models/{model}
 `/v1beta/batches` (list), `/v1beta/batches/{id}` (a long-running operation) and its results file
 (`/v1beta/files/{id}:download`), for the openai, anthropic and google-genai SDKs. Scripted behaviour
 (`BatchStubState`): a batch answers "in progress" to `polls_before_end` retrievals, then ends as
-`end_state` ("completed", "expired" or "cancelled"; Anthropic's batches always end as "ended",
-their unanswered items as expired or canceled; Gemini's as BATCH_STATE_SUCCEEDED, _EXPIRED or
-_CANCELLED, with answers inline or, with `gemini_results_file`, in a results file); only the first `answered` requests of a batch
-are answered when it does not complete; a request whose last message contains `fail_marker`
-is answered with a per-item error. Every submission is counted (`submissions`).
+`end_state` ("completed", "expired", "cancelled" or "failed"; Anthropic's batches always end as
+"ended", their unanswered items as expired or canceled; Gemini's as BATCH_STATE_SUCCEEDED,
+_EXPIRED, _CANCELLED or _FAILED, with answers inline, with or without their metadata
+(`gemini_metadata`), or in a results file (`gemini_results_file`)); only the first `answered`
+requests sent in a batch are answered when it does not complete; a request whose last message
+contains `fail_marker` is answered with a per-item error. Every submission is counted
+(`submissions`).
 """
 
 from __future__ import annotations

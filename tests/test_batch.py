@@ -349,7 +349,8 @@ def test_gemini_answers_without_metadata_are_matched_by_position(batch_stub, set
 def test_gemini_refuses_reasoning_effort_before_sending(batch_stub, settings):
     requests = batch_requests(batch_stub, "gemini", 2, params={"reasoning_effort": "low"})
     results = ModelClient(settings, "t", progress=False).run(requests)
-    assert [r.error for r in results] == ["gemini batch: GenerateContent has no reasoning_effort (remove from params)"] * 2
+    refused = "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
+    assert [r.error for r in results] == [refused] * 2
     assert batch_stub.state.submissions == []
 
 
