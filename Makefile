@@ -9,7 +9,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # (seen here: Sapphire Rapids in a sandbox) segfaults on the first completion of the Q4_1 model.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: venv browser reproduce simulate pack forecast test test-fast lint bench clean
+.PHONY: venv browser reproduce simulate pack forecast preflight test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ pack: venv
 # (from the config, and from results/ where intermediate files exist); also results/forecast/forecast.{csv,json}.
 forecast: venv
 	$(BIN)/python -m aura_eval forecast --configfile $(CONFIG)
+
+# One tiny request per model entry in use (and a look at the batch API where `batch: true`): OK, or
+# what is wrong and how to fix it; exits non-zero on any problem. Costs cents (the forecast says how much).
+preflight: venv
+	$(BIN)/python -m aura_eval preflight --configfile $(CONFIG)
 
 # No root needed: without Chromium the browser test is skipped with its reason (-rs prints it);
 # CI installs Chromium first (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).

@@ -6,9 +6,11 @@
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
     python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
+    python -m aura_eval preflight [--configfile config/config.yaml]
 
-See `aura_eval.tools.cache_explain`, `aura_eval.tools.cache_repair`, `aura_eval.tools.pack` and
-`aura_eval.analyze.forecast`. Errors print one line and exit 1; `cache check` also exits 1 on a damaged file.
+See `aura_eval.tools.cache_explain`, `aura_eval.tools.cache_repair`, `aura_eval.tools.pack`,
+`aura_eval.analyze.forecast` and `aura_eval.tools.preflight`. Errors print one line and exit 1; `cache check`
+also exits 1 on a damaged file, `preflight` on any model entry with a problem.
 """
 
 from __future__ import annotations
@@ -52,11 +54,13 @@ def main(argv=None) -> int:
     forecast.add_argument("--root", default=".", help="the working directory of the run (its results/, raw data)")
     forecast.add_argument("--out", default="results/forecast", help="where forecast.csv and forecast.json go")
     forecast.add_argument("--no-results", action="store_true", help="read no intermediate file: the config only")
+    preflight = commands.add_parser("preflight", help="one tiny request per model entry in use: OK, or what is "
+                                                      "wrong and how to fix it (exit 1 on any problem)")
+    preflight.add_argument("--configfile", default="config/config.yaml", help="the run's config")
     args = parser.parse_args(argv)
-    if args.command == "forecast":
+    if args.command in ("forecast", "preflight"):
         import yaml
 
-        from aura_eval.analyze import forecast as fc
         from aura_eval.workflow_config import ConfigError, complete_config
 
         try:
@@ -67,8 +71,19 @@ def main(argv=None) -> int:
             return 1
         for line in filled:
             print(line, file=sys.stderr)
+        from aura_eval.tools import preflight as pf
+
+        if args.command == "preflight":
+            checks = pf.run(config)
+            sys.stdout.write(pf.report(config, checks))
+            return 0 if all(c.ok for c in checks) else 1
+        from aura_eval.analyze import forecast as fc
+
         result = fc.forecast(config, root=args.root, results=not args.no_results)
         sys.stdout.write(fc.text(result))
+        requests, usd, unpriced = pf.estimate(config)
+        print(f"preflight (make preflight): {requests} requests, at most ${usd:.4f}"
+              + (f" (unpriced: {', '.join(unpriced)})" if unpriced else ""))
         print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))
         return 0
     from aura_eval.llm.cache import CacheError

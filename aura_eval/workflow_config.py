@@ -4,7 +4,7 @@ The schema (schemas/config.schema.yaml) checks types and required keys and holds
 that is a constant; `fill_defaults` fills those that depend on other keys (DEPENDENT_DEFAULTS);
 `check_config` checks what a schema cannot: that every name can name files and run ids (the schema
 holds its pattern; this says what is wrong with a name), that every role and agent names a defined
-model, that only the batch providers' models (OpenAI, Anthropic: `llm.providers`) ask for `batch: true`, every action-only and calibration
+model, that only the batch providers' models (OpenAI, Anthropic, Gemini: `llm.providers`) ask for `batch: true`, every action-only and calibration
 agent a defined agent, and that no sample needs more annotators than there are; `check_keys` that
 the key variable of every model in use is set. All run before the first job.
 """

@@ -49,7 +49,8 @@ def main() -> None:
     # Imports are paid once per job, not per batch: measured apart and kept out of the timings.
     imports = {}
     for name, load in (("litellm", litellm_module), ("openai", lambda: __import__("openai")),
-                       ("anthropic", lambda: __import__("anthropic"))):
+                       ("anthropic", lambda: __import__("anthropic")),
+                       ("google-genai", lambda: __import__("google.genai"))):
         start = time.perf_counter()
         load()
         imports[name] = round(time.perf_counter() - start, 2)
@@ -61,7 +62,7 @@ def main() -> None:
               "import_s": imports}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for provider in ("openai", "anthropic"):
+            for provider in ("openai", "anthropic", "gemini"):
                 settings = {"cache": f"{tmp}/{provider}.sqlite", "replay": False, "concurrency": {"default": 16},
                             "max_retries": 2, "backoff_s": 0.2, "timeout_s": 120, "batch_poll_s": POLL_S}
                 requests = requests_for(provider, api_base)

@@ -1,13 +1,18 @@
 """A local stand-in for the providers' batch APIs on 127.0.0.1 (tests and benchmarks only).
 
 It implements just enough of OpenAI's `/v1/files`, `/v1/batches`, `/v1/batches/{id}` and
-`/v1/files/{id}/content`, and of Anthropic's `/v1/messages/batches`, `/v1/messages/batches/{id}`
-and `/v1/messages/batches/{id}/results`, for the openai and anthropic SDKs. Scripted behaviour
+`/v1/files/{id}/content`, of Anthropic's `/v1/messages/batches`, `/v1/messages/batches/{id}`
+and `/v1/messages/batches/{id}/results`, and of Gemini's `/v1beta/models/{model}:batchGenerateContent`,
+`/v1beta/batches` (list), `/v1beta/batches/{id}` (a long-running operation) and its results file
+(`/v1beta/files/{id}:download`), for the openai, anthropic and google-genai SDKs. Scripted behaviour
 (`BatchStubState`): a batch answers "in progress" to `polls_before_end` retrievals, then ends as
-`end_state` ("completed", "expired" or "cancelled"; Anthropic's batches always end as "ended",
-their unanswered items as expired or canceled); only the first `answered` requests of a batch
-are answered when it does not complete; a request whose last message contains `fail_marker`
-is answered with a per-item error. Every submission is counted (`submissions`).
+`end_state` ("completed", "expired", "cancelled" or "failed"; Anthropic's batches always end as
+"ended", their unanswered items as expired or canceled; Gemini's as BATCH_STATE_SUCCEEDED,
+_EXPIRED, _CANCELLED or _FAILED, with answers inline, with or without their metadata
+(`gemini_metadata`), or in a results file (`gemini_results_file`)); only the first `answered`
+requests sent in a batch are answered when it does not complete; a request whose last message
+contains `fail_marker` is answered with a per-item error. Every submission is counted
+(`submissions`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from http.server import BaseHTTPRequestHandler
 from tests.stub_server import LocalServer
 
 TOKENS_IN, TOKENS_OUT = 11, 5  # the usage every answer reports
+GEMINI_STATES = {"completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
+                 "cancelled": "BATCH_STATE_CANCELLED", "failed": "BATCH_STATE_FAILED"}
 
 
 class BatchStubState:
@@ -38,7 +45,10 @@ class BatchStubState:
         self.retrievals: dict[str, int] = {}
         self.ids = 0
         self.refused_key = "\0"  # a key ending so is refused (401) on every retrieval
-        self.keys_seen: set[str] = set()  # the keys sent (Authorization without "Bearer ", x-api-key)
+        self.keys_seen: set[str] = set()  # the keys sent (Authorization without "Bearer ", x-api-key, x-goog-api-key)
+        self.gemini_results_file = False  # Gemini's answers in a results file instead of inline
+        self.gemini_metadata = True  # False: inline answers without their request's metadata (seen from Google)
+        self.echo = False  # answer {"answer": <the request's last text>} instead of `content`
 
     def new_id(self, prefix: str) -> str:
         self.ids += 1
@@ -51,7 +61,8 @@ class BatchStubState:
         if batch["state"] == "in_progress":
             batch["polls"] += 1
             if batch["polls"] > self.polls_before_end:
-                batch["state"] = self.end_state if batch["api"] == "openai" else "ended"
+                batch["state"] = {"openai": self.end_state, "anthropic": "ended",
+                                  "gemini": GEMINI_STATES.get(self.end_state)}[batch["api"]]
                 batch["end"] = self.end_state
         return batch["state"]
 
@@ -85,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def _note_key(self):
-        for name in ("Authorization", "x-api-key"):
+        for name in ("Authorization", "x-api-key", "x-goog-api-key"):
             if self.headers.get(name):
                 self.server.state.keys_seen.add(self.headers[name].removeprefix("Bearer "))
 
@@ -100,15 +111,25 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._openai_create(state, json.loads(raw))
             if self.path == "/v1/messages/batches":
                 return self._anthropic_create(state, json.loads(raw))
+            if m := re.fullmatch(r"/v1beta/models/([^/:]+):batchGenerateContent", self.path):
+                return self._gemini_create(state, m.group(1), json.loads(raw))
         self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_GET(self):
         state: BatchStubState = self.server.state
         self._note_key()
         with state.lock:
+            if self.headers.get("x-goog-api-key", "").endswith(state.refused_key):  # Google's answer to a bad key
+                return self._send(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
+                                                  "API key not valid. Please pass a valid API key."}})
             if self.headers.get("Authorization", self.headers.get("x-api-key", "")).endswith(state.refused_key):
                 return self._send(401, {"type": "error", "error": {"type": "authentication_error",
                                                                    "message": "invalid x-api-key"}})
+            if self._gemini_get(state):
+                return None
+            if self.path.partition("?")[0] in ("/v1/batches", "/v1/messages/batches"):  # a list (the preflight's)
+                return self._send(200, {"object": "list", "data": [], "has_more": False, "first_id": None,
+                                        "last_id": None})
             m = re.fullmatch(r"/v1/(?:messages/)?batches/([^/?]+)(?:/results)?", self.path)
             if m and m.group(1) not in state.batches:
                 return self._send(404, {"type": "error", "error": {"type": "not_found_error",
@@ -234,6 +255,74 @@ class _Handler(BaseHTTPRequestHandler):
                 result = {"type": kind}
             lines.append({"custom_id": request["custom_id"], "result": result})
         return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+    # -- Gemini ------------------------------------------------------------------
+    def _gemini_create(self, state, model: str, body: dict):
+        requests = body["batch"]["inputConfig"]["requests"]["requests"]
+        batch_id = "batches/" + state.new_id("gembatch")
+        state.batches[batch_id] = {"api": "gemini", "requests": requests, "polls": 0, "state": "in_progress",
+                                   "model": f"models/{model}"}
+        state.submissions.append(("gemini", batch_id, len(requests)))
+        self._send(200, self._gemini_operation(state, batch_id))
+
+    def _gemini_get(self, state) -> bool:
+        """Answer a GET of Gemini's API; False for another provider's path."""
+        path = self.path.partition("?")[0]
+        if path == "/v1beta/batches":
+            self._send(200, {"operations": [self._gemini_operation(state, b) for b in state.batches
+                                            if state.batches[b]["api"] == "gemini"][:1]})
+        elif m := re.fullmatch(r"/v1beta/(files/[^/:]+):download", path):  # with alt=media: the file's bytes
+            self._send(200, state.files[m.group(1)], "application/octet-stream")
+        elif m := re.fullmatch(r"/v1beta/(batches/[^/]+)", path):
+            if m.group(1) not in state.batches:
+                self._send(404, {"error": {"code": 404, "status": "NOT_FOUND",
+                                           "message": f"Batch {m.group(1)} not found."}})
+            else:
+                state.poll(m.group(1))
+                self._send(200, self._gemini_operation(state, m.group(1)))
+        else:
+            return False
+        return True
+
+    def _gemini_operation(self, state, batch_id: str) -> dict:
+        """The batch as Google returns it: a long-running operation whose metadata is the batch."""
+        batch = state.batches[batch_id]
+        ended = batch["state"] != "in_progress"
+        shown = batch["state"] if ended else "BATCH_STATE_RUNNING" if batch["polls"] else "BATCH_STATE_PENDING"
+        metadata = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+                    "name": batch_id, "model": batch["model"], "state": shown,
+                    "createTime": "2026-01-01T00:00:00Z", "updateTime": "2026-01-01T01:00:00Z",
+                    "batchStats": {"requestCount": str(len(batch["requests"]))}}
+        if ended:
+            answers = []
+            for i, request in enumerate(batch["requests"]):
+                text = request["request"]["contents"][-1]["parts"][0]["text"]
+                outcome = state.outcome(batch, i, text)
+                key = (request.get("metadata") or {}).get("key")
+                content = json.dumps({"answer": text}) if state.echo else state.content
+                if outcome == "ok":
+                    answers.append({"response": {
+                        "candidates": [{"content": {"role": "model", "parts": [{"text": content}]},
+                                        "finishReason": "STOP", "index": 0}],
+                        "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT - 2,
+                                          "thoughtsTokenCount": 2, "totalTokenCount": TOKENS_IN + TOKENS_OUT},
+                        "modelVersion": batch["model"].removeprefix("models/"), "responseId": f"resp-{key[:12]}"},
+                        "metadata": {"key": key}})
+                elif outcome == "failed":
+                    answers.append({"error": {"code": 400, "message": "stub refuses this request"},
+                                    "metadata": {"key": key}})
+            if state.gemini_results_file:
+                file_id = batch.setdefault("file", "files/" + state.new_id("results"))
+                state.files[file_id] = "".join(json.dumps({"key": a.pop("metadata")["key"], **a}) + "\n"
+                                               for a in answers).encode()
+                metadata["output"] = {"responsesFile": file_id}
+            else:
+                if not state.gemini_metadata:
+                    for answer in answers:
+                        answer.pop("metadata")
+                metadata["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
+        return {"name": batch_id, "metadata": metadata, "done": ended}
 
 
 class BatchStub(LocalServer):

@@ -2,7 +2,8 @@
 
 Per model name, `script[model]` is a list of behaviours consumed one per request
 (then `default`, a behaviour or a function returning one): "drop" (the connection closes unanswered), "ok", "429", "500", "timeout" (answers after `slow_s`),
-"badjson" (a 200 whose content is not JSON) and "garbled" (a body that is not JSON).
+"badjson" (a 200 whose content is not JSON), "garbled" (a body that is not JSON), "404" (a model the
+provider does not know) and "400schema" (a JSON-schema response_format refused).
 The 500 body echoes the Authorization header, and so may a responder, so a test can
 check that a key never reaches a file. "401" answers as a provider refusing the key does.
 
@@ -131,6 +132,14 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if behaviour == "401":
             return self._send(401, b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}')
+        if behaviour == "404":  # as OpenAI answers a model it does not know
+            return self._send(404, json.dumps({"error": {
+                "message": f"The model `{body['model']}` does not exist or you do not have access to it.",
+                "type": "invalid_request_error", "code": "model_not_found"}}).encode())
+        if behaviour == "400schema":  # as a model without structured output refuses a JSON schema
+            return self._send(400, b'{"error": {"message": "Invalid parameter: \'response_format\' of type '
+                                   b'\'json_schema\' is not supported with this model.", "type": '
+                                   b'"invalid_request_error", "param": "response_format"}}')
         if behaviour == "garbled":
             return self._send(200, b"{this is not json")
         if behaviour == "timeout":

@@ -18,7 +18,10 @@ from tests.batch_stub import TOKENS_IN, TOKENS_OUT, BatchStub
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 KEY_ENV = "AURA_BATCH_STUB_CRED"
-MODELS = {"openai": "openai/stub-batch", "anthropic": "anthropic/stub-batch"}
+MODELS = {"openai": "openai/stub-batch", "anthropic": "anthropic/stub-batch", "gemini": "gemini/stub-batch"}
+PROVIDERS = list(MODELS)
+ENDED = {"openai": "completed", "anthropic": "ended", "gemini": "JOB_STATE_SUCCEEDED"}  # a batch's last state
+SDK = {"openai": "openai", "anthropic": "anthropic", "gemini": "google-genai"}
 
 
 @pytest.fixture
@@ -55,7 +58,7 @@ def batches_table(path):
 HALF_PRICE = (TOKENS_IN * 2.0 + TOKENS_OUT * 8.0) / 2e6
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_submit_poll_complete_and_replay(batch_stub, settings, provider):
     batch_stub.state.polls_before_end = 2
     client = ModelClient(settings, "t", progress=False)
@@ -72,14 +75,14 @@ def test_submit_poll_complete_and_replay(batch_stub, settings, provider):
     assert [r.cost_usd for r in results] == [pytest.approx(HALF_PRICE)] * 5
     call = results[0].call
     assert call["params"] == {"max_tokens": 64, "temperature": 0.0} and call["litellm_version"] is None
-    assert call["response_id"] == (f"chatcmpl-{batch_id}-0" if provider == "openai" else f"msg_{batch_id}_0")
+    assert call["response_id"] == {"openai": f"chatcmpl-{batch_id}-0", "anthropic": f"msg_{batch_id}_0",
+                                   "gemini": f"resp-{results[0].key[:12]}"}[provider]
     assert call["called_at"].endswith("Z") and call["response_model"] == "stub-batch"
     record = client.cache.get(results[0].key)
     assert record["provenance"]["batch_id"] == batch_id
-    assert record["provenance"]["sdk_version"].startswith(provider + " ")
+    assert record["provenance"]["sdk_version"].startswith(SDK[provider] + " ")
     assert record["provenance"]["prompt"] == "p_test" and record["provenance"]["prompt_version"] == 3
-    expected_state = "completed" if provider == "openai" else "ended"
-    assert batches_table(settings["cache"]) == [(batch_id, provider, MODELS[provider], expected_state, 5, 1)]
+    assert batches_table(settings["cache"]) == [(batch_id, provider, MODELS[provider], ENDED[provider], 5, 1)]
     assert "stub-credential-0123456789" not in json.dumps(record)
 
     replay = ModelClient({**settings, "replay": True}, "t", progress=False)
@@ -93,7 +96,7 @@ def test_submit_poll_complete_and_replay(batch_stub, settings, provider):
     assert len(batch_stub.state.submissions) == 1
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_hits_answered_first_and_only_misses_batched(batch_stub, settings, provider):
     ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 3))
     client = ModelClient(settings, "t", progress=False)
@@ -115,13 +118,14 @@ def test_requests_beyond_the_provider_limit_go_in_several_batches(batch_stub, se
     assert [row[4:] for row in batches_table(settings["cache"])] == [(2, 1), (2, 1), (1, 1)]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, settings, provider):
     texts = ["fine 0", "FAIL 1", "fine 2", "FAIL 3"]
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 4, texts=texts))
     assert [r.status for r in results] == ["ok", "failed", "ok", "failed"]
-    expected = ("status 400: stub_refusal: stub refuses this request" if provider == "openai"
-                else "errored: invalid_request_error: stub refuses this request")
+    expected = {"openai": "status 400: stub_refusal: stub refuses this request",
+                "anthropic": "errored: invalid_request_error: stub refuses this request",
+                "gemini": "error 400: stub refuses this request"}[provider]
     batch_id = batch_stub.state.submissions[0][1]
     assert results[1].error == f"batch {batch_id}: {expected}"
     with sqlite3.connect(settings["cache"]) as db:
@@ -141,14 +145,21 @@ def test_partial_failure_is_recorded_and_resubmitted_by_a_rerun(batch_stub, sett
     ("openai", "failed", ": failed: no reason given"),
     ("anthropic", "expired", "expired: the batch ended before this request ran"),
     ("anthropic", "cancelled", "canceled: the batch ended before this request ran"),
+    ("gemini", "expired", ": expired: the batch did not finish within the provider's window"),
+    ("gemini", "cancelled", ": cancelled"),
+    ("gemini", "failed", ": failed: no reason given"),
 ])
 def test_expired_or_cancelled_batch_records_unanswered_items(batch_stub, settings, provider, end, reason):
     batch_stub.state.end_state, batch_stub.state.answered = end, 2
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 5))
-    assert [r.status for r in results] == ["ok", "ok", "failed", "failed", "failed"]
+    # The stub answers the first two requests it was sent (Gemini's go in key order).
+    keys = [r.key for r in results]
+    sent_first = sorted(keys)[:2] if provider == "gemini" else keys[:2]
+    assert [r.status for r in results] == ["ok" if k in sent_first else "failed" for k in keys]
     batch_id = batch_stub.state.submissions[0][1]
-    assert all(r.error.startswith(f"batch {batch_id}: ") for r in results[2:])
-    assert all(r.error.endswith(reason) for r in results[2:])
+    unanswered = [r for r in results if r.key not in sent_first]
+    assert len(unanswered) == 3 and all(r.error.startswith(f"batch {batch_id}: ") for r in unanswered)
+    assert all(r.error.endswith(reason) for r in unanswered)
     # The unanswered three are not cached: the next run sends them again, in a new batch.
     batch_stub.state.end_state = "completed"
     again = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 5))
@@ -156,14 +167,15 @@ def test_expired_or_cancelled_batch_records_unanswered_items(batch_stub, setting
     assert [n for _, _, n in batch_stub.state.submissions] == [5, 3]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_max_wait_then_rerun_resumes_the_same_batch(batch_stub, settings, provider):
     batch_stub.state.polls_before_end = 10**6
     short = {**settings, "batch_max_wait_s": 0.3}
     results = ModelClient(short, "t", progress=False).run(batch_requests(batch_stub, provider, 3))
     (batch_id,) = batch_stub.state.batches
     assert [r.status for r in results] == ["failed"] * 3
-    assert results[0].error.startswith(f"batch {batch_id} still in_progress after waiting ")
+    running = "JOB_STATE_RUNNING" if provider == "gemini" else "in_progress"
+    assert results[0].error.startswith(f"batch {batch_id} still {running} after waiting ")
     assert results[0].error.endswith("s (llm.batch_max_wait_s); a rerun resumes polling it")
     polls = batch_stub.state.retrievals[batch_id]
     assert polls >= 2
@@ -176,7 +188,7 @@ def test_max_wait_then_rerun_resumes_the_same_batch(batch_stub, settings, provid
     assert batch_stub.state.retrievals[batch_id] == polls + 1 + (provider == "anthropic")
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_batch_unknown_to_the_provider_is_resubmitted(batch_stub, settings, provider):
     batch_stub.state.polls_before_end = 10**6
     ModelClient({**settings, "batch_max_wait_s": 0.1}, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
@@ -184,29 +196,32 @@ def test_batch_unknown_to_the_provider_is_resubmitted(batch_stub, settings, prov
     del batch_stub.state.batches[lost]  # deleted at the provider (or another account's)
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
     assert [r.status for r in results] == ["failed"] * 2
-    assert results[0].error.startswith(f"batch {lost}: not found at the provider (NotFoundError: ")
+    error = "ClientError: 404" if provider == "gemini" else "NotFoundError: "
+    assert results[0].error.startswith(f"batch {lost}: not found at the provider ({error}")
     batch_stub.state.polls_before_end = 0
     client = ModelClient(settings, "t", progress=False)
     assert [r.status for r in client.run(batch_requests(batch_stub, provider, 2))] == ["ok"] * 2
     assert len(batch_stub.state.submissions) == 2 and client.calls_made == 2
-    assert [row[3] for row in batches_table(settings["cache"])] == ["not_found", "ended" if provider == "anthropic"
-                                                                    else "completed"]
+    assert [row[3] for row in batches_table(settings["cache"])] == ["not_found", ENDED[provider]]
 
 
-def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub, settings, monkeypatch):
+@pytest.mark.parametrize("provider", ["openai", "gemini"])  # Google refuses a key with 400, not 401
+def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub, settings, monkeypatch, provider):
     batch_stub.state.polls_before_end = 10**6
-    ModelClient({**settings, "batch_max_wait_s": 0.1}, "t", progress=False).run(batch_requests(batch_stub, "openai", 2))
+    ModelClient({**settings, "batch_max_wait_s": 0.1}, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
     (batch_id,) = batch_stub.state.batches
     monkeypatch.setenv(KEY_ENV, "a-revoked-credential")
     batch_stub.state.refused_key = "revoked-credential"
     start = time.monotonic()
-    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "openai", 2))
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
     assert time.monotonic() - start < 10  # not llm.batch_max_wait_s (30 s)
     assert [r.status for r in results] == ["failed"] * 2
-    assert results[0].error.startswith(f"batch {batch_id} polling refused (AuthenticationError: ")
+    error = "ClientError: 400" if provider == "gemini" else "AuthenticationError: "
+    assert results[0].error.startswith(f"batch {batch_id} polling refused ({error}")
     assert [r.auth_error for r in results] == [True, True]  # the stage fails the job on it
     assert "revoked-credential" not in results[0].error
-    assert batches_table(settings["cache"])[0][3:] == ("in_progress", 2, 0)  # still open: a rerun resumes it
+    running = "JOB_STATE_RUNNING" if provider == "gemini" else "in_progress"
+    assert batches_table(settings["cache"])[0][3:] == (running, 2, 0)  # still open: a rerun resumes it
 
 
 KILLED_JOB = """
@@ -223,7 +238,7 @@ ModelClient({"cache": sys.argv[2], "replay": False, "concurrency": {"default": 8
 """
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_killed_job_resumes_polling_and_submits_nothing_new(batch_stub, settings, provider, tmp_path):
     batch_stub.state.polls_before_end = 10**6
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -236,7 +251,8 @@ def test_killed_job_resumes_polling_and_submits_nothing_new(batch_stub, settings
     job.wait()
     (batch_id,) = batch_stub.state.batches
     assert batch_stub.state.retrievals[batch_id] >= 2 and len(batch_stub.state.submissions) == 1
-    assert batches_table(settings["cache"])[0][:5] == (batch_id, provider, MODELS[provider], "in_progress", 4)
+    running = "JOB_STATE_RUNNING" if provider == "gemini" else "in_progress"
+    assert batches_table(settings["cache"])[0][:5] == (batch_id, provider, MODELS[provider], running, 4)
     batch_stub.state.polls_before_end = 0  # it has ended by the time the rerun polls
     client = ModelClient(settings, "t", progress=False)
     results = client.run(batch_requests(batch_stub, provider, 4))
@@ -291,6 +307,53 @@ def test_anthropic_requests_carry_messages_api_params(batch_stub, settings):
     assert batch_stub.state.keys_seen == {"stub-credential-0123456789"}, batch_stub.state.keys_seen
 
 
+def test_gemini_requests_carry_generate_content_params(batch_stub, settings):
+    params = {"temperature": 0.0, "max_tokens": 64, "stop": ["END"], "seed": 7}
+    requests = batch_requests(batch_stub, "gemini", 1, params=params)
+    (result,) = ModelClient(settings, "t", progress=False).run(requests)
+    ((line,),) = [b["requests"] for b in batch_stub.state.batches.values()]
+    assert line == {"metadata": {"key": result.key}, "request": {
+        "contents": [{"role": "user", "parts": [{"text": "question 0"}]}],
+        "systemInstruction": {"role": "user", "parts": [{"text": "be brief"}]},
+        "generationConfig": {"temperature": 0.0, "maxOutputTokens": 64, "stopSequences": ["END"], "seed": 7,
+                             "responseMimeType": "application/json", "responseJsonSchema": SCHEMA}}}
+    assert [b["model"] for b in batch_stub.state.batches.values()] == ["models/stub-batch"]
+    assert batch_stub.state.keys_seen == {"stub-credential-0123456789"}, batch_stub.state.keys_seen
+    # The stub reports 3 candidate and 2 thinking tokens: both are billed as output.
+    assert (result.tokens_in, result.tokens_out, result.call["response_model"]) == (TOKENS_IN, TOKENS_OUT, "stub-batch")
+
+
+def test_gemini_answers_from_a_results_file(batch_stub, settings):
+    batch_stub.state.gemini_results_file = True
+    texts = ["fine 0", "FAIL 1", "fine 2"]
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "gemini", 3, texts=texts))
+    assert [r.status for r in results] == ["ok", "failed", "ok"]
+    assert [r.parsed for r in results] == [{"answer": "yes"}, None, {"answer": "yes"}]
+    assert results[1].error == f"batch {batch_stub.state.submissions[0][1]}: error 400: stub refuses this request"
+    assert [r.cost_usd for r in results] == [pytest.approx(HALF_PRICE), None, pytest.approx(HALF_PRICE)]
+
+
+def test_gemini_answers_without_metadata_are_matched_by_position(batch_stub, settings):
+    """Google returns inline answers in the order of the requests and has been seen to drop their
+    metadata: each answer then belongs to the key at its position (the requests go in key order)."""
+    batch_stub.state.gemini_metadata, batch_stub.state.echo = False, True
+    texts = [f"question {i}" for i in range(6)] + ["FAIL 6"]
+    results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "gemini", 7, texts=texts))
+    assert [r.parsed for r in results[:6]] == [{"answer": t} for t in texts[:6]]
+    assert results[6].status == "failed" and results[6].error.endswith("error 400: stub refuses this request")
+    ((first, *rest),) = [b["requests"] for b in batch_stub.state.batches.values()]
+    keys = [line["metadata"]["key"] for line in (first, *rest)]
+    assert keys == sorted(keys)
+
+
+def test_gemini_refuses_reasoning_effort_before_sending(batch_stub, settings):
+    requests = batch_requests(batch_stub, "gemini", 2, params={"reasoning_effort": "low"})
+    results = ModelClient(settings, "t", progress=False).run(requests)
+    refused = "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
+    assert [r.error for r in results] == [refused] * 2
+    assert batch_stub.state.submissions == []
+
+
 def test_refused_submission_and_unsupported_params_are_failed_results(batch_stub, settings):
     requests = batch_requests(batch_stub, "anthropic", 2, params={"temperature": 0.0, "seed": 3})
     results = ModelClient(settings, "t", progress=False).run(requests)
@@ -323,14 +386,17 @@ def test_batch_cost_prices():
     assert batch_cost(endpoint("openai/unmapped", {"input_per_mtok": 2.0, "output_per_mtok": 8.0}),
                       1_000_000, 1_000_000) == pytest.approx(5.0)
     assert batch_cost(endpoint("openai/unmapped"), 10, 10) is None  # unpriced, never $0
+    # Gemini: the map's batch price of gemini-3.1-pro-preview (1 and 6 USD per million), half its standard one.
+    assert batch_cost(endpoint("gemini/gemini-3.1-pro-preview"), 1_000_000, 1_000_000) == pytest.approx(7.0)
 
 
 def test_batch_on_a_provider_without_batch_api_is_a_config_error():
-    config = {"models": {"gem": {"model": "gemini/gemini-3.1-pro", "batch": True},
-                         "gpt": {"model": "openai/gpt-5.2", "batch": True}}}
-    with pytest.raises(ConfigError, match=r"model 'gem' \(gemini/gemini-3.1-pro\) has batch: true"):
+    config = {"models": {"ds": {"model": "deepseek/deepseek-v4-pro", "batch": True},
+                         "gpt": {"model": "openai/gpt-5.2", "batch": True},
+                         "gem": {"model": "gemini/gemini-3.1-pro", "batch": True}}}
+    with pytest.raises(ConfigError, match=r"model 'ds' \(deepseek/deepseek-v4-pro\) has batch: true"):
         check_config(config)
-    check_config({"models": {"gpt": config["models"]["gpt"]}})
+    check_config({"models": {"gpt": config["models"]["gpt"], "gem": config["models"]["gem"]}})
 
 
 def test_workflow_tags_through_a_batch(batch_stub, tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 (unpriced never $0, batch at half price), the wall time the rate limits imply, and the paper's run."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -142,6 +143,11 @@ def test_the_paper_config_offline_without_files(tmp_path):
     assert calls_of(result, "tag_steps") == {"claude-opus-4.6": 157}
     assert calls_of(result, "review_pairs") == {"claude-opus-4.6": 590, "gpt-5.2": 590, "deepseek-v3.1": 590}
     assert all(r["counts"] in ("estimated", "config") for r in result["rows"])
+    # Every entry is priced (litellm's map, else the entry's `price`): no call is left out of the dollars.
+    assert (result["totals"]["unpriced_calls"], result["totals"]["unpriced_models"]) == (0, [])
+    gemini = [r for r in result["rows"] if r["endpoint"] == "gemini-3.1-pro"]
+    assert {r["price_source"] for r in gemini} == {"config price"} and len(gemini) == 5
+    assert all(r["usd_standard"] > 0 and r["usd_batch"] == pytest.approx(r["usd_standard"] / 2) for r in gemini)
     for k in range(20 - len(config["agents"])):
         config["agents"][f"unnamed-{k}"] = {"model": "qwen3-32b-agent", "group": "open-weight", "vendor": "alibaba"}
     total = fc.forecast(config, root=ROOT, results=False)["totals"]["calls"]
@@ -155,6 +161,7 @@ def test_the_command_prints_and_writes(run_root, capsys):
     assert main(["forecast", "--configfile", str(configfile), "--root", str(root), "--out", str(root / "fc")]) == 0
     out = capsys.readouterr().out
     assert "unpriced" in out and "judge_safety" in out and "written:" in out
+    assert re.search(r"^preflight \(make preflight\): \d+ requests, at most \$\d+\.\d{4}", out, re.MULTILINE)
     written = json.loads((root / "fc" / "forecast.json").read_text())
     header = (root / "fc" / "forecast.csv").read_text().splitlines()[0]
     assert header.split(",") == fc.ROWS_COLUMNS and len(written["rows"]) > 0

@@ -24,7 +24,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
         "analyze.figures", "analyze.pipeline_figure",
         "report", "report.paper_numbers", "report.audit", "report.render",
-        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "__main__"]
+        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "__main__"]
 
 
 def _module_name(path: Path) -> str:
@@ -78,7 +78,7 @@ def test_planning_and_analysis_never_import_litellm():
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",
                "analyze.calls", "analyze.prompt_tables", "analyze.examples", "analyze.figures", "analyze.pipeline_figure",
                "report.paper_numbers", "report.audit", "report.render", "tools.digest", "tools.cache_explain",
-               "tools.cache_repair", "tools.pack",
+               "tools.cache_repair", "tools.pack", "tools.preflight",
                "__main__"]
     code = "; ".join(f"import aura_eval.{m}" for m in modules) + "; import sys; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

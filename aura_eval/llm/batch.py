@@ -1,11 +1,12 @@
-"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API and
-Anthropic's Message Batches, at about half the price and within 24 hours instead of seconds.
+"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API,
+Anthropic's Message Batches and Gemini's Batch Mode, at about half the price and within 24 hours
+instead of seconds.
 
 `ModelClient.run` hands a batch model's requests to a `BatchRun`: cache hits are answered at
 once, replay mode raises on a miss as the live path does, and only the misses go out, as one
-batch per (provider, model, endpoint) and size limit. The openai and anthropic SDKs are used
-directly: litellm's batch functions cover OpenAI only and add a layer between us and the file
-and batch objects whose ids we keep.
+batch per (provider, model, endpoint) and size limit. The openai, anthropic and google-genai SDKs
+are used directly: litellm's batch functions cover OpenAI only and add a layer between us and the
+file and batch objects whose ids we keep.
 
 Crash-safe: each batch's id, provider, model, state and times, and the keys it holds (the
 custom_id of each request is its cache key) with their requests, are kept in the cache database
@@ -32,8 +33,9 @@ from aura_eval.llm.providers import BATCH_PROVIDERS
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
 
 # The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
-MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
-MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000}
+# Gemini's inline requests must stay under 20 MB per batch (its docs); no count limit is documented.
+MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000, "gemini": 100_000}
+MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000, "gemini": 19_000_000}
 # Anthropic requires max_tokens; litellm's default for Anthropic models when none is set.
 ANTHROPIC_MAX_TOKENS = 4096
 
@@ -65,10 +67,18 @@ def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: in
     return tokens_in * per[0] + tokens_out * per[1]
 
 
-def _is_auth(err: Exception) -> bool:
-    """A missing or refused key (never mended by waiting; the stage fails the job on it)."""
+def status_code_of(err: Exception) -> int | None:
+    """The HTTP status of an SDK error (openai and anthropic: `status_code`; google-genai: `code`)."""
+    code = getattr(err, "status_code", None) or getattr(err, "code", None)
+    return code if isinstance(code, int) else None
+
+
+def is_auth_error(err: Exception) -> bool:
+    """A missing or refused key (never mended by waiting; the stage fails the job on it). Google
+    answers a bad key with 400 API_KEY_INVALID, so its text counts too."""
     text = str(err).lower()
-    return getattr(err, "status_code", None) in (401, 403) or "credentials" in text or "api_key" in text
+    return (status_code_of(err) in (401, 403) or "credentials" in text or "api_key" in text
+            or "api key not valid" in text)
 
 
 def _api_key(endpoint: Endpoint) -> str | None:
@@ -106,6 +116,10 @@ class _OpenAI:
         return {"custom_id": key, "method": "POST", "url": self.url,
                 "body": {"model": name, "messages": described["messages"], **mapped, **extra}}, None
 
+    def check(self) -> None:
+        """Raise unless the batch API answers with this key (the preflight's cheapest call)."""
+        self.api.batches.list(limit=1)
+
     def create(self, lines: list[dict]) -> tuple[str, str]:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
         upload = self.api.files.create(file=("requests.jsonl", data, "application/jsonl"), purpose="batch")
@@ -123,8 +137,9 @@ class _OpenAI:
         return Status(batch.status, batch.status in ("completed", "expired", "cancelled", "failed"), progress,
                       reason, batch)
 
-    def answers(self, status: Status):
-        """(key, response record or None, error or None) for each line of the output and error files."""
+    def answers(self, status: Status, keys: list[str]):
+        """(key, response record or None, error or None) for each line of the output and error files
+        (`keys`, the batch's keys in submission order, are for providers that answer by position)."""
         for file_id in (status.raw.output_file_id, status.raw.error_file_id):
             if not file_id:
                 continue
@@ -182,6 +197,9 @@ class _Anthropic:
         # No JSON schema is sent: the prompts ask for JSON and the answer is parsed as on the live path.
         return {"custom_id": key, "params": body}, None
 
+    def check(self) -> None:
+        self.api.messages.batches.list(limit=1)
+
     def create(self, lines: list[dict]) -> tuple[str, str]:
         batch = self.api.messages.batches.create(requests=lines)
         return batch.id, batch.processing_status
@@ -194,7 +212,7 @@ class _Anthropic:
                     f"{c.errored} errored, {c.canceled} canceled, {c.expired} expired")
         return Status(batch.processing_status, batch.processing_status == "ended", progress, None, batch)
 
-    def answers(self, status: Status):
+    def answers(self, status: Status, keys: list[str]):
         for item in self.api.messages.batches.results(status.raw.id):
             item = item.model_dump()
             result = item.get("result") or {}
@@ -215,7 +233,124 @@ class _Anthropic:
                 yield item["custom_id"], None, f"{result.get('type')}: the batch ended before this request ran"
 
 
-ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic}
+class _Gemini:
+    """Gemini's Batch Mode (Gemini Developer API): one batch of inline GenerateContent requests,
+    each carrying its cache key in `metadata.key`; the answers come back inline, or in a results
+    file (JSONL lines with `key`) that the Files API downloads."""
+
+    provider = "gemini"
+
+    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
+        from google import genai
+        from google.genai import types
+
+        self.sdk_version = f"google-genai {genai.__version__}"
+        base = (endpoint.api_base or "").rstrip("/")
+        for version in ("/v1beta", "/v1"):  # the SDK adds the API version itself
+            base = base.removesuffix(version)
+        options = types.HttpOptions(base_url=base or None, api_version="v1beta",
+                                    timeout=int(float(settings.timeout_s) * 1000),  # milliseconds
+                                    retry_options=types.HttpRetryOptions(attempts=int(settings.max_retries) + 1))
+        self.api = genai.Client(api_key=_api_key(endpoint), http_options=options)
+
+    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
+        params = described["params"]
+        if "reasoning_effort" in params:
+            return None, "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
+        config = {GEMINI_FIELDS[name]: value for name, value in params.items() if name in GEMINI_FIELDS}
+        if isinstance(config.get("stop_sequences"), str):
+            config["stop_sequences"] = [config["stop_sequences"]]
+        system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
+        if system:
+            config["system_instruction"] = system
+        response_format = described["response_format"] or {}
+        if response_format.get("type") in ("json_schema", "json_object"):
+            config["response_mime_type"] = "application/json"
+        if response_format.get("type") == "json_schema":
+            config["response_json_schema"] = response_format["json_schema"]["schema"]
+        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+                    for m in described["messages"] if m["role"] != "system"]
+        # "model" names the batch's model (one per batch: BatchRun groups by model); create() takes it out.
+        return {"model": described["model"].split("/", 1)[1], "contents": contents, "config": config,
+                "metadata": {"key": key}}, None
+
+    def check(self) -> None:
+        next(iter(self.api.batches.list(config={"page_size": 1})), None)
+
+    def create(self, lines: list[dict]) -> tuple[str, str]:
+        # In key order: Google returns inline answers in the order of the requests, and has been seen
+        # to drop their metadata, so `answers` can tell an answer's key by its position.
+        requests = sorted(({k: v for k, v in line.items() if k != "model"} for line in lines),
+                          key=lambda line: line["metadata"]["key"])
+        job = self.api.batches.create(model=lines[0]["model"], src=requests)
+        return job.name, _state(job)
+
+    def retrieve(self, batch_id: str) -> Status:
+        job = self.api.batches.get(name=batch_id)
+        state = _state(job)
+        reason = {"JOB_STATE_EXPIRED": "expired: the batch did not finish within the provider's window",
+                  "JOB_STATE_CANCELLED": "cancelled"}.get(state)
+        if state == "JOB_STATE_FAILED":
+            reason = "failed: " + ((job.error and job.error.message) or "no reason given")
+        return Status(state, state in GEMINI_ENDED, state.removeprefix("JOB_STATE_").lower(), reason, job)
+
+    def answers(self, status: Status, keys: list[str]):
+        dest = status.raw.dest
+        if dest is None:
+            return
+        if dest.inlined_responses:
+            items = [item.model_dump(mode="json", by_alias=True, exclude_none=True)
+                     for item in dest.inlined_responses]
+            if len(items) == len(keys):  # answers without their metadata: the key of their position
+                for item, key in zip(items, keys):
+                    item.setdefault("metadata", {}).setdefault("key", key)
+        elif dest.file_name:
+            items = []
+            for text in self.api.files.download(file=dest.file_name).decode("utf-8").splitlines():
+                try:
+                    items.append(json.loads(text))
+                except json.JSONDecodeError:
+                    continue  # its key stays unanswered and is reported so
+        else:
+            return
+        from litellm.litellm_core_utils.core_helpers import map_finish_reason
+
+        for item in items:
+            key = item.get("key") or (item.get("metadata") or {}).get("key")
+            if key is None:
+                continue
+            response, error = item.get("response") or {}, item.get("error")
+            candidates = response.get("candidates") or []
+            if error or not candidates:
+                error = error or {"message": f"no candidate (prompt feedback: {response.get('promptFeedback')})"}
+                yield key, None, f"error {error.get('code')}: {error.get('message')}"
+                continue
+            usage = response.get("usageMetadata") or {}
+            parts = (candidates[0].get("content") or {}).get("parts") or []
+            finish = candidates[0].get("finishReason")
+            out = usage.get("candidatesTokenCount")
+            # Thinking tokens are billed as output, as litellm counts them on the live path.
+            tokens_out = None if out is None and "thoughtsTokenCount" not in usage else (
+                (out or 0) + (usage.get("thoughtsTokenCount") or 0))
+            yield key, {
+                "content": "".join(p.get("text", "") for p in parts if not p.get("thought")),
+                "finish_reason": map_finish_reason(finish) if finish else None,
+                "tokens_in": usage.get("promptTokenCount"), "tokens_out": tokens_out,
+                "provenance": {"response_id": response.get("responseId"),
+                               "response_model": response.get("modelVersion"), "system_fingerprint": None}}, None
+
+
+def _state(job) -> str:
+    state = job.state
+    return getattr(state, "value", state) or "JOB_STATE_UNSPECIFIED"
+
+
+GEMINI_ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+# generationConfig's name for each sampling parameter; reasoning_effort has no field of the same meaning.
+GEMINI_FIELDS = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_output_tokens", "seed": "seed",
+                 "stop": "stop_sequences", "presence_penalty": "presence_penalty",
+                 "frequency_penalty": "frequency_penalty"}
+ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic, "gemini": _Gemini}
 
 
 def _chunks(lines: list[tuple[str, dict]], max_requests: int, max_bytes: int):
@@ -288,7 +423,7 @@ class BatchRun:
                 self.adapter_of.setdefault(batch_id, self._adapter(endpoint))
             except Exception as err:  # e.g. no key for the SDK: recorded; the batch stays open for a rerun
                 self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000],
-                           auth=_is_auth(err))
+                           auth=is_auth_error(err))
                 continue
             self.batch_of[key] = batch_id
             self.endpoint_of.setdefault(batch_id, endpoint)
@@ -311,7 +446,7 @@ class BatchRun:
         except Exception as err:  # e.g. no key for the SDK: every request of the group fails, recorded
             for key in keys:
                 self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000],
-                           auth=_is_auth(err))
+                           auth=is_auth_error(err))
             return
         lines = []
         for key in keys:
@@ -332,7 +467,7 @@ class BatchRun:
                 for key, _ in chunk:
                     self._settle(key, 0.0)
                     self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
-                               auth=_is_auth(err))
+                               auth=is_auth_error(err))
                 continue
             first = {key: self.requests[self.waiting[key][0]] for key, _ in chunk}
             c.cache.record_batch(batch_id, provider=provider, model=model, api_base=endpoint.api_base,
@@ -358,11 +493,11 @@ class BatchRun:
                     status = self.adapter_of[batch_id].retrieve(batch_id)
                 except Exception as err:
                     problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
-                    code = getattr(err, "status_code", None)
+                    code = status_code_of(err)
                     if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
                         status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
                                         None)
-                    elif code in (401, 403):  # a refused key: stop waiting; it stays open for a rerun
+                    elif code in (401, 403) or is_auth_error(err):  # a refused key: stop; a rerun resumes it
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
                                                 f"resumes polling it", auth=True)
@@ -415,7 +550,7 @@ class BatchRun:
         per_token = batch_price(self.endpoint_of[batch_id])  # once per batch
         outcomes: dict[str, tuple[str, str | None]] = {}
         stored_of: dict[str, dict] = {}
-        for key, record, error in adapter.answers(status) if status.raw is not None else ():
+        for key, record, error in adapter.answers(status, sorted(items)) if status.raw is not None else ():
             if key not in items or key in outcomes:
                 continue
             if record is None:

@@ -23,7 +23,7 @@ KEYLESS_PROVIDERS = IN_PROCESS_PROVIDERS  # their calls need no key variable
 # responder may read `Request.facts`, so they enter the request's description (its cache key).
 RESPONDER_PROVIDERS = (SIM_PROVIDER,)
 RESPONDER_MODULES = {SIM_PROVIDER: "aura_eval.simulator"}  # the module whose import registers each
-BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batch: true` uses (llm/batch.py)
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")  # the providers whose batch API `batch: true` uses (llm/batch.py)
 # The variable litellm reads a provider's key from, where a model entry names none.
 PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
