@@ -94,7 +94,7 @@ class StageRun:
         outcome = ", ".join(f"{s} {statuses[s]}" for s in STATUSES)
         waited = sum(call["wait_s"] or 0 for call in self.client.calls)
         print(f"{self.stage}: {len(self.client.calls)} requests ({outcome}), {self.client.calls_made} calls made, "
-              f"{waited:.1f} s waited between attempts; wrote {'; '.join(self.written)}", file=sys.stderr)
+              f"{waited:.1f} s waited (retries, rate limits, other processes' leases); wrote {'; '.join(self.written)}", file=sys.stderr)
         if self.client.lease_waits:
             print(f"{self.stage}: {self.client.lease_waits} answer(s) came from another process's call of the same "
                   f"request (waited on its lease, not sent again)", file=sys.stderr)

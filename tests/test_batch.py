@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -465,3 +466,34 @@ def test_batch_knows_every_batch_provider_and_uses_the_client_by_its_public_inte
                       and (isinstance(node.value, ast.Name) and node.value.id == "c"
                            or isinstance(node.value, ast.Attribute) and node.value.attr == "client")})
     assert private == []
+
+
+def test_a_stop_leaves_open_batches_open_and_the_rerun_polls_them(batch_stub, settings, monkeypatch, tmp_path):
+    """The run's stop mark while a batch is open: the job stops within a poll (not after
+    batch_max_wait_s), the batch stays open in the cache file, and the rerun polls it, submitting
+    nothing again."""
+    from aura_eval.llm import stop
+
+    mark = tmp_path / "aura-stop"
+    monkeypatch.setenv(stop.ENV, str(mark))
+    batch_stub.state.polls_before_end = 10_000
+    settings = {**settings, "batch_poll_s": 5.0}
+    requests = batch_requests(batch_stub, "openai", 3)
+    client = ModelClient(settings, "t", progress=False)
+    marked = []
+
+    def set_mark_once_submitted():
+        while not batch_stub.state.submissions:
+            time.sleep(0.02)
+        marked.append(time.monotonic())
+        stop.write_mark("test")
+
+    threading.Thread(target=set_mark_once_submitted, daemon=True).start()
+    with pytest.raises(stop.RunStopped, match="left open at the provider"):
+        client.run(requests)
+    assert time.monotonic() - marked[0] < 1.0  # within a look at the mark, not the 5 s poll
+    assert [row[5] for row in batches_table(settings["cache"])] == [0]  # open, not ingested
+    mark.unlink()
+    batch_stub.state.polls_before_end = 0
+    results = ModelClient({**settings, "batch_poll_s": 0.05}, "t", progress=False).run(requests)
+    assert [r.status for r in results] == ["ok"] * 3 and len(batch_stub.state.submissions) == 1

@@ -1,7 +1,6 @@
 """Ctrl-C stops the spending, on the whole workflow: every model served by the stub (each answer a
 counted request), a SIGINT to Snakemake alone in the middle of the run, then a plain rerun."""
 
-import os
 import signal
 import sqlite3
 import subprocess

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from aura_eval.llm import pricing
+from aura_eval.llm import pricing, stop
 from aura_eval.llm.cache import cache_key
 from aura_eval.llm.providers import BATCH_PROVIDERS
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
@@ -398,6 +398,7 @@ class BatchRun:
 
     def submit(self) -> None:
         c = self.client
+        c.check_stop()  # after Ctrl-C nothing is submitted (before any budget is reserved)
         described_of = {}
         for i, req in enumerate(self.requests):
             if req.endpoint.provider not in ADAPTERS:
@@ -481,6 +482,17 @@ class BatchRun:
             self.adapter_of[batch_id], self.endpoint_of[batch_id] = adapter, endpoint
             self._say(f"submitted batch {batch_id} ({model}, {len(chunk)} requests)")
 
+    def _sleep_unless_stopped(self, open_ids: list[str]) -> None:
+        """Sleep `poll_s` between polls, looking for the run's stop mark: on a stop the open batches
+        stay open (recorded in the cache file), and the rerun polls them instead of resubmitting."""
+        until = time.monotonic() + self.poll_s
+        while time.monotonic() < until:
+            why = stop.requested()
+            if why is not None:
+                raise stop.RunStopped(f"{self.client.stage}: stopped ({why}): batches {', '.join(open_ids)} left "
+                                      f"open at the provider; a plain rerun polls them and submits nothing again")
+            time.sleep(min(stop.POLL_S, max(0.0, until - time.monotonic())))
+
     def wait(self) -> list[Result]:
         start = time.monotonic()
         pending = set(self.batch_of.values())
@@ -522,7 +534,7 @@ class BatchRun:
                               f"{time.monotonic() - start:.0f} s of {self.max_wait_s:.0f} s")
             if not pending or time.monotonic() - start + self.poll_s > self.max_wait_s:
                 break
-            time.sleep(self.poll_s)
+            self._sleep_unless_stopped(sorted(pending))
         waited = time.monotonic() - start
         for batch_id in sorted(pending):
             why = f"still {state.get(batch_id, 'unknown')}" + (f" (last poll: {problem[batch_id]})"

@@ -42,6 +42,7 @@ import os
 import re
 import socket
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,35 @@ class Owner:
             return round(psutil.Process(self.pid).create_time(), 2) != self.started
         except psutil.Error:
             return True
+
+
+class LeaseRenewer(threading.Thread):
+    def __init__(self, path, keys, owner: Owner):
+        super().__init__(daemon=True, name="lease-renewer")
+        self.path, self.keys, self.owner = path, keys, owner
+        self.done = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        db = None
+        while not self.done.wait(LEASE_RENEW_S):
+            keys = list(self.keys())
+            if not keys:
+                continue
+            try:
+                db = db or connect(self.path)
+                for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+                    chunk = keys[start:start + 500]
+                    db.execute(f"UPDATE leases SET renewed_at = ? WHERE host = ? AND pid = ? AND key IN"
+                               f" ({','.join('?' * len(chunk))})", (time.time(), self.owner.host, self.owner.pid,
+                                                                     *chunk))
+            except sqlite3.Error:  # a missed renewal only shortens a lease; the job's next write names the problem
+                pass
+        if db is not None:
+            db.close()
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 def valid_unicode(record):
@@ -448,13 +478,10 @@ class ResponseCache:
         lease = self._lease(key)
         return lease if lease is not None and lease["owner"] != owner and self.live(lease) else None
 
-    @names_the_file
-    def renew(self, keys, owner: Owner) -> None:
-        keys = list(keys)
-        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
-            chunk = keys[start:start + 500]
-            self._db.execute(f"UPDATE leases SET renewed_at = ? WHERE host = ? AND pid = ? AND key IN"
-                             f" ({','.join('?' * len(chunk))})", (time.time(), owner.host, owner.pid, *chunk))
+    def renewer(self, keys, owner: Owner) -> LeaseRenewer:
+        """A started thread that renews `keys()` (the leases held now) every LEASE_RENEW_S on its own
+        connection, so a job whose event loop is busy (an import, a long parse) keeps its leases."""
+        return LeaseRenewer(self.path, keys, owner)
 
     @names_the_file
     def release(self, key: str, owner: Owner) -> None:

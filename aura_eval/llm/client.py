@@ -31,7 +31,7 @@ from aura_eval.util.jsonl import write_jsonl
 from aura_eval.llm import local, pricing, providers, stop
 from aura_eval.llm import settings as call_settings
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
-from aura_eval.llm.cache import LEASE_RENEW_S, CacheError, Owner, ResponseCache, cache_key, valid_unicode
+from aura_eval.llm.cache import CacheError, Owner, ResponseCache, cache_key, valid_unicode
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens
 from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
 
@@ -235,6 +235,9 @@ class ModelClient:
             batch_run = BatchRun(self, [requests[i] for i in batched], litellm_module)
             batch_run.submit()
         if remote:
+            # litellm imported before any lease is claimed: its seconds (a minute on a loaded machine)
+            # must not pass between a claim and its send.
+            litellm_module()
             for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):
                 results[i] = result
         if batched:
@@ -395,11 +398,12 @@ class ModelClient:
             return result
 
         tasks = [asyncio.ensure_future(one(r)) for r in requests]
-        renewer = asyncio.ensure_future(self._renew_leases())
+        renewer = None if self.replay else self.cache.renewer(lambda: tuple(self._leases), self.owner)
         try:
             await self._until_done_or_stopped(tasks)
         finally:
-            renewer.cancel()
+            if renewer is not None:
+                renewer.stop()
             bar.close()
         results = [task.result() for task in tasks]
         for result in results:
@@ -454,15 +458,6 @@ class ModelClient:
         if why is not None:
             self._stopping = self._stopping or why
             raise stop.RunStopped(f"{self.stage}: stopped ({why})")
-
-    async def _renew_leases(self) -> None:
-        while True:
-            await asyncio.sleep(LEASE_RENEW_S)
-            if self._leases:
-                try:
-                    self.cache.renew(self._leases, self.owner)
-                except CacheError:  # the next write names the problem; a missed renewal only shortens a lease
-                    pass
 
     async def _wait_for_owner(self, key: str) -> tuple[dict | None, float]:
         """While another live process holds the lease on `key` (it is sending that request), wait:
