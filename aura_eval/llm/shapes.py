@@ -43,8 +43,9 @@ def with_remark(answer: str, rng: random.Random) -> str:
 
 def reasoning_block(answer: str, rng: random.Random, tag: str = "think") -> str:
     """The answer opened by an inline reasoning block (a reasoning model on a server that leaves it
-    in the text); the block may mention the answer's own markers, as R1 often does."""
-    return f"<{tag}>\n{rng.choice(REASONINGS)} Then I write [Agent_Action] last.\n</{tag}>\n\n{answer}"
+    in the text); the block mentions the answer's own markers, as R1's often do."""
+    return (f"<{tag}>\n{rng.choice(REASONINGS)} The format is [Agent_Thought]: my reasoning, then "
+            f"[Agent_Action]: the call.\n</{tag}>\n\n{answer}")
 
 
 def reasoning_apart(answer: str, rng: random.Random) -> dict:
