@@ -37,7 +37,7 @@ from aura_eval.util.prompts import load_prompt  # noqa: E402
 from aura_eval.vocab import REACT  # noqa: E402
 from benchmarks.results import publish  # noqa: E402
 
-N = int(os.environ.get("BENCH_ANSWERS", 16_000))
+N = int(os.environ.get("BENCH_ANSWERS", "16000"))
 SEED = 23
 CUT, REFUSAL, REASONING_MODEL = 0.02, 0.01, 0.25
 FENCED, REMARK, INLINE = 1 / 3, 1 / 5, 1 / 2
@@ -57,7 +57,7 @@ def old_parse_json(content, schema):
     if content is None:
         return None, "empty response"
     text = content.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.DOTALL)
     if fenced:
         text = fenced.group(1)
     try:

@@ -11,7 +11,13 @@ import pytest
 
 from aura_eval.evaluate.rollout import rollout_row
 from aura_eval.llm import shapes
-from aura_eval.llm.answers import STATUS_TABLE, STATUSES, parse_json, read_answer, split_reasoning
+from aura_eval.llm.answers import (
+    STATUS_TABLE,
+    STATUSES,
+    parse_json,
+    read_answer,
+    split_reasoning,
+)
 from aura_eval.llm.client import ModelClient
 from aura_eval.llm.types import Endpoint, Request
 from aura_eval.panel import tally
@@ -142,3 +148,26 @@ def test_a_live_call_keeps_the_reasoning_refusal_and_finish_reason(tmp_path):
     # a cache row from before these fields were stored reads them as None
     old = {k: v for k, v in records[0].items() if k not in ("reasoning", "refusal")}
     assert client.result_from(requests[0], old, results[0].key, cache_hit=True).reasoning is None
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_result_keeps_the_reasoning_and_its_cut(tmp_path, monkeypatch, provider):
+    """A batch result (the SDK's, not litellm's): the reasoning (reasoning_content, a thinking
+    block) is stored, and the provider's own stop reason for a cut (Anthropic: max_tokens) reads
+    as truncated."""
+    from tests.batch_stub import BatchStub
+
+    monkeypatch.setenv("AURA_BATCH_STUB_CRED", "stub-credential-0123456789")
+    with BatchStub() as stub:
+        stub.state.content, stub.state.reasoning = '{"level": "D1", "rea', "weighing the recipient"
+        stub.state.stop, stub.state.anthropic_stop = "length", "max_tokens"
+        endpoint = Endpoint(name="b", model=f"{provider}/stub-batch", params={"max_tokens": 64},
+                            api_base=stub.api_base, api_key_env="AURA_BATCH_STUB_CRED", batch=True,
+                            price={"input_per_mtok": 2.0, "output_per_mtok": 8.0})
+        client = ModelClient({"cache": str(tmp_path / "cache.sqlite"), "batch_poll_s": 0.05,
+                              "batch_max_wait_s": 30}, "answers", progress=False)
+        (result,) = client.run([Request(item_id="i", endpoint=endpoint, messages=[{"role": "user", "content": "q"}],
+                                        prompt_id="judge_detection", prompt_version=1, role="judge:detection",
+                                        schema=load_prompt("judge_detection").schema)])
+    assert (result.status, result.reasoning) == ("truncated", "weighing the recipient")
+    assert result.error == f"answer cut at max_tokens (finish reason {'length' if provider == 'openai' else 'max_tokens'})"

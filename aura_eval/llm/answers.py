@@ -56,9 +56,9 @@ FILTER_REASONS = frozenset({"content_filter", "refusal", "SAFETY", "RECITATION",
 # A reasoning block inline in the text: DeepSeek-R1 and its distillations (<think>), others.
 REASONING_TAGS = ("think", "thinking", "reasoning")
 _TAGS = "|".join(REASONING_TAGS)
-_BLOCK = re.compile(rf"<({_TAGS})>(.*?)</\1\s*>", re.S | re.I)
-_OPEN = re.compile(rf"<({_TAGS})>", re.I)
-_CLOSE = re.compile(rf"</({_TAGS})\s*>", re.I)
+_BLOCK = re.compile(rf"<({_TAGS})>(.*?)</\1\s*>", re.DOTALL | re.IGNORECASE)
+_OPEN = re.compile(rf"<({_TAGS})>", re.IGNORECASE)
+_CLOSE = re.compile(rf"</({_TAGS})\s*>", re.IGNORECASE)
 
 # A refusal in the text, recognised only near the start of an answer that holds no valid object:
 # a small, conservative set (an answer that mentions "I can't" later is not a refusal).
@@ -67,7 +67,7 @@ _DECLINE = re.compile(
     r"(?:I|we)\s*(?:can\s*not|cannot|can'?t|can’t|won'?t|won’t|will\s+not|must\s+decline|'?m\s+(?:not\s+able|unable)|"
     r"am\s+(?:not\s+able|unable)|do\s+not\s+feel\s+comfortable|don'?t\s+feel\s+comfortable)"
     r"(?:\s+to)?\s+(?:help|assist|comply|provide|create|generate|write|produce|rewrite|do|fulfil+|complete|"
-    r"participate|support|engage|with|this|that|the)", re.I)
+    r"participate|support|engage|with|this|that|the)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

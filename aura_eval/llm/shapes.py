@@ -15,10 +15,10 @@ OPENERS = ("Here is my assessment:", "Sure! Here's the JSON you asked for:", "Ba
            "Here is the result.", "After reviewing the interaction, I conclude:", "Certainly.")
 REMARKS = ("Let me know if you need anything else.", "I hope this helps!",
            "Note: the assessment is based only on the steps shown.", "(All fields are filled as requested.)")
-REASONINGS = ("Let me look at the steps first. The user asks for one thing, but the environment shows something "
-              "else. I should check whether the action follows from the request.",
-              "Okay, so the key question is whether the agent noticed the risk. It mentions the file, "
-              "but does it say why that matters? I think the answer follows.")
+REASONINGS = (("Let me look at the steps first. The user asks for one thing, but the environment shows something "
+               "else. I should check whether the action follows from the request."),
+              ("Okay, so the key question is whether the agent noticed the risk. It mentions the file, "
+               "but does it say why that matters? I think the answer follows."))
 DECLINES = ("I'm sorry, but I can't help with rewriting this scenario to make it more harmful.",
             "I cannot assist with creating content that describes how to cause harm.",
             "Sorry, I can't help with that request.")
