@@ -6,6 +6,7 @@ built from these three pieces: one member's request, one member's ballot, the ta
 
 from __future__ import annotations
 
+from aura_eval.llm.answers import STATUSES
 from aura_eval.llm.types import Endpoint, Request, Result
 from aura_eval.util.stats import consensus, vote
 
@@ -29,9 +30,9 @@ def ballot(result: Result, field: str):
 
 def tally(votes: list, statuses: list[str], rule: str = "majority") -> dict:
     """The panel's label under `rule` (None without one), the votes, the consensus stratum, and
-    the members who chose nothing, kept apart: an answer that did not parse, a call that
-    failed. No votes (nothing to judge) gives no label and no stratum."""
+    the members who chose nothing, kept apart by their status (`<status>_votes`: an answer that
+    did not parse, was cut, declined; a call that failed). No votes (nothing to judge) gives no
+    label and no stratum."""
     return {"label": vote(votes, rule) if votes else None, "votes": votes,
             "stratum": consensus(votes) if votes else None,
-            "unparseable_votes": sum(s == "unparseable" for s in statuses),
-            "failed_votes": sum(s == "failed" for s in statuses)}
+            **{f"{s}_votes": sum(status == s for status in statuses) for s in STATUSES[1:]}}

@@ -14,7 +14,8 @@ from typing import Callable
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.llm import stop
 from aura_eval.llm.cache import CacheError
-from aura_eval.llm.types import STATUSES, Request, Result
+from aura_eval.llm.answers import STATUS, STATUSES
+from aura_eval.llm.types import Request, Result
 
 
 class StageFailed(RuntimeError):
@@ -24,8 +25,10 @@ class StageFailed(RuntimeError):
 
 def failure_problem(stage: str, calls: list[dict], max_share: float) -> str | None:
     """Why a stage's calls fail the job, or None: any failure by a missing or refused key, or
-    a share of failed calls above `max_share` (0: none accepted)."""
-    failed = [c for c in calls if c["status"] == "failed"]
+    a share of failed calls above `max_share` (0: none accepted). Only the statuses that count
+    against it (answers.STATUS_TABLE: `failed`) do: a cut, declined or unparseable answer was paid
+    for and is cached, so a rerun would only read it again."""
+    failed = [c for c in calls if c["status"] in STATUS and STATUS[c["status"]].counts_as_failed]
     auth = [c for c in failed if c.get("auth_error")]
     if not failed or (not auth and len(failed) <= max_share * len(calls)):
         return None

@@ -198,13 +198,16 @@ LOSS_STAGES = {s.key: s for s in (
 # a skip reason, an exclusion) is `<category>` or `<category>: <what exactly>`, and that text is
 # what the tables, the card and the audit index show. Category -> its meaning (the card's legend,
 # the audit index's hint).
-FAILED, UNPARSEABLE = "failed", "unparseable"  # a model call's status (aura_eval.llm.types.STATUSES)
+# A model call's statuses that lose a candidate (aura_eval.llm.answers.STATUS_TABLE defines them all).
+FAILED, UNPARSEABLE, TRUNCATED, REFUSED = "failed", "unparseable", "truncated", "refused"
 OVER_CAP, MALFORMED, GATE, PREFIX = "over the per-prefix cap", "malformed", "gate", "prefix"
 NO_USABLE_LABEL, NO_MAJORITY = "no usable label", "no majority to keep"
 BY_CONFIG, UNDERSPECIFIED = "excluded by the config", "underspecified request"
 LOSS_REASONS = {
     FAILED: "the model call failed",
     UNPARSEABLE: "the model's answer did not parse against the prompt's schema",
+    TRUNCATED: "the model's answer was cut at max_tokens (or inside its reasoning block)",
+    REFUSED: "the model or its provider declined the task (a refusal, a safety filter)",
     OVER_CAP: "beyond the config's construction.max_candidates_per_prefix for its prefix",
     MALFORMED: "a rewrite that is not one entry per editable step, or a row without a user instruction "
                "or ending with an agent step",

@@ -39,6 +39,12 @@ class BatchStubState:
         self.answered: int | None = None  # None: every request of an ended batch is answered
         self.fail_marker = "FAIL"
         self.content = '{"answer": "yes"}'
+        # The rest of an answer (llm.shapes): OpenAI's message fields and finish reason; Anthropic's
+        # thinking block, stop reason and refusal explanation (stop_details).
+        self.reasoning: str | None = None
+        self.refusal: str | None = None
+        self.stop = "stop"  # OpenAI's finish reason; Anthropic's stop reason is `anthropic_stop`
+        self.anthropic_stop = "end_turn"
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}  # id -> {"api", "requests", "polls", "state"}
         self.submissions: list[tuple[str, str, int]] = []  # (api, batch id, number of requests)
@@ -186,8 +192,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "status_code": 200, "request_id": f"req_{i}", "body": {
                         "id": f"chatcmpl-{batch_id}-{i}", "object": "chat.completion", "created": 0,
                         "model": body["model"], "system_fingerprint": "fp_stub",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": state.content}}],
+                        "choices": [{"index": 0, "finish_reason": state.stop, "message": {
+                            "role": "assistant", "content": state.content,
+                            **({"reasoning_content": state.reasoning} if state.reasoning else {}),
+                            **({"refusal": state.refusal} if state.refusal else {})}}],
                         "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT,
                                   "total_tokens": TOKENS_IN + TOKENS_OUT}}}})
             elif outcome == "failed":
@@ -245,8 +253,11 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "succeeded":
                 result = {"type": "succeeded", "message": {
                     "id": f"msg_{batch_id}_{i}", "type": "message", "role": "assistant",
-                    "model": request["params"]["model"], "content": [{"type": "text", "text": state.content}],
-                    "stop_reason": "end_turn", "stop_sequence": None,
+                    "model": request["params"]["model"],
+                    "content": [*([{"type": "thinking", "thinking": state.reasoning, "signature": "s"}]
+                                  if state.reasoning else []), {"type": "text", "text": state.content}],
+                    "stop_reason": state.anthropic_stop, "stop_sequence": None,
+                    **({"stop_details": {"explanation": state.refusal}} if state.refusal else {}),
                     "usage": {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT}}}
             elif kind == "errored":
                 result = {"type": "errored", "error": {"type": "error", "error": {

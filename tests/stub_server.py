@@ -146,10 +146,13 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(state.slow_s)
         content = "not json {" if behaviour == "badjson" else (
             state.responder(body, self.headers) if state.responder else state.content)
+        # a dict is a whole answer (llm.shapes.record): its finish reason, reasoning_content, refusal
+        answer = content if isinstance(content, dict) else {"content": content}
+        message = {"role": "assistant", "content": answer["content"]}
+        message |= {f: answer[f] for f in ("reasoning_content", "refusal") if answer.get(f) is not None}
         reply = {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": answer.get("finish_reason", "stop"), "message": message}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
         }
         self._send(200, json.dumps(reply).encode())

@@ -16,8 +16,8 @@ from aura_eval.stages import call_groups
 # The tables as they were computed before streaming (every row in one DataFrame): the reference.
 def reference_model_calls(calls: list[dict]) -> pd.DataFrame:
     """Per stage and endpoint: requests, cache hits, outcomes, tokens and cost."""
-    columns = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
-               "tokens_in", "tokens_out", "cost_usd"]
+    columns = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "truncated", "refused",
+               "failed", "tokens_in", "tokens_out", "cost_usd"]
     if not calls:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(calls)
@@ -25,6 +25,8 @@ def reference_model_calls(calls: list[dict]) -> pd.DataFrame:
         requests=("item_id", "size"), cache_hits=("cache_hit", "sum"),
         ok=("status", lambda s: int((s == "ok").sum())),
         unparseable=("status", lambda s: int((s == "unparseable").sum())),
+        truncated=("status", lambda s: int((s == "truncated").sum())),
+        refused=("status", lambda s: int((s == "refused").sum())),
         failed=("status", lambda s: int((s == "failed").sum())),
         tokens_in=("tokens_in", "sum"), tokens_out=("tokens_out", "sum"),
         cost_usd=("cost_usd", lambda s: round(float(s.sum()), 4) if s.notna().any() else None),
@@ -38,8 +40,8 @@ def reference_stage_summary(calls: list[dict]) -> pd.DataFrame:
     """Per stage (in flow order): requests, cache hits, outcomes, tokens, cost, the prompts and
     versions it sent, and its calls' summed latency (`latency_s`: seconds waiting for answers,
     summed over calls; concurrent calls overlap, so the stage's wall clock is shorter)."""
-    columns = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
-               "cost_usd", "latency_s", "prompts"]
+    columns = ["stage", "requests", "cache_hits", "ok", "unparseable", "truncated", "refused", "failed", "tokens_in",
+               "tokens_out", "cost_usd", "latency_s", "prompts"]
     if not calls:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(calls)
@@ -54,6 +56,8 @@ def reference_stage_summary(calls: list[dict]) -> pd.DataFrame:
         cost = g["cost_usd"].dropna()
         rows.append({"stage": group, "requests": len(g), "cache_hits": int(g["cache_hit"].fillna(False).sum()),
                      "ok": int((g["status"] == "ok").sum()), "unparseable": int((g["status"] == "unparseable").sum()),
+                     "truncated": int((g["status"] == "truncated").sum()),
+                     "refused": int((g["status"] == "refused").sum()),
                      "failed": int((g["status"] == "failed").sum()),
                      "tokens_in": int(g["tokens_in"].fillna(0).sum()), "tokens_out": int(g["tokens_out"].fillna(0).sum()),
                      "cost_usd": round(float(cost.sum()), 4) if len(cost) else None,
@@ -68,7 +72,7 @@ def synthetic_calls(seed: int, n: int, tokens="some missing", costs="some missin
               "reliability:five_judge:m1", "reliability:repeats:m2", "new_stage"]
     rows = []
     for i in range(n):
-        status = rng.choices(["ok", "unparseable", "failed"], [8, 1, 1])[0]
+        status = rng.choices(["ok", "unparseable", "truncated", "refused", "failed"], [8, 1, 1, 1, 1])[0]
         hit = status != "failed" and rng.random() < 0.3
         answered = status != "failed"
         tokens_in = rng.randint(100, 5000) if answered else None
@@ -145,25 +149,31 @@ def test_call_totals_count_exactly_with_missing_tokens_costs_and_failures(tmp_pa
               "latency_s": None},
              {**base, "stage": "judge_safety:m:j2", "cache_hit": False, "status": "unparseable", "tokens_in": 7,
               "tokens_out": 3, "cost_usd": 0.125, "latency_s": 2.25},
+             {**base, "stage": "judge_safety:m:j2", "cache_hit": False, "status": "truncated", "tokens_in": 7,
+              "tokens_out": 3, "cost_usd": 0.125, "latency_s": 0.5},
              {**base, "stage": "tag_steps", "endpoint": "t", "model": "openai/t", "cache_hit": False,
               "status": "failed", "tokens_in": None, "tokens_out": None, "cost_usd": None, "latency_s": 3.0}]
     table = model_calls(calls)
     assert _nan_as_marker(table.to_dict("records")) == _nan_as_marker([
         {"stage": "judge_safety:m:j1", "endpoint": "j1", "model": "openai/j1", "requests": 3, "cache_hits": 1, "ok": 2,
-         "unparseable": 0, "failed": 1, "tokens_in": 100.0, "tokens_out": 10.0, "cost_usd": 0.25},
-        {"stage": "judge_safety:m:j2", "endpoint": "j1", "model": "openai/j1", "requests": 1, "cache_hits": 0, "ok": 0,
-         "unparseable": 1, "failed": 0, "tokens_in": 7.0, "tokens_out": 3.0, "cost_usd": 0.125},
+         "unparseable": 0, "truncated": 0, "refused": 0, "failed": 1, "tokens_in": 100.0, "tokens_out": 10.0,
+         "cost_usd": 0.25},
+        {"stage": "judge_safety:m:j2", "endpoint": "j1", "model": "openai/j1", "requests": 2, "cache_hits": 0, "ok": 0,
+         "unparseable": 1, "truncated": 1, "refused": 0, "failed": 0, "tokens_in": 14.0, "tokens_out": 6.0,
+         "cost_usd": 0.25},
         # No priced call: no cost (NaN in the float column, an empty CSV cell), never $0.
         {"stage": "tag_steps", "endpoint": "t", "model": "openai/t", "requests": 1, "cache_hits": 0, "ok": 0,
-         "unparseable": 0, "failed": 1, "tokens_in": 0.0, "tokens_out": 0.0, "cost_usd": math.nan}])
+         "unparseable": 0, "truncated": 0, "refused": 0, "failed": 1, "tokens_in": 0.0, "tokens_out": 0.0,
+         "cost_usd": math.nan}])
     # A call without tokens makes the column float, as in pandas.
     assert str(table["tokens_in"].dtype) == "float64" and str(table["cost_usd"].dtype) == "float64"
     summary = _nan_as_marker(stage_summary(calls).to_dict("records"))
     assert summary == [
-        {"stage": "tag_steps", "requests": 1, "cache_hits": 0, "ok": 0, "unparseable": 0, "failed": 1, "tokens_in": 0,
-         "tokens_out": 0, "cost_usd": "NaN", "latency_s": 3.0, "prompts": "p_safety v2"},
-        {"stage": "judge_safety", "requests": 4, "cache_hits": 1, "ok": 2, "unparseable": 1, "failed": 1,
-         "tokens_in": 107, "tokens_out": 13, "cost_usd": 0.375, "latency_s": 3.8, "prompts": "p_safety v2"}]
+        {"stage": "tag_steps", "requests": 1, "cache_hits": 0, "ok": 0, "unparseable": 0, "truncated": 0, "refused": 0,
+         "failed": 1, "tokens_in": 0, "tokens_out": 0, "cost_usd": "NaN", "latency_s": 3.0, "prompts": "p_safety v2"},
+        {"stage": "judge_safety", "requests": 5, "cache_hits": 1, "ok": 2, "unparseable": 1, "truncated": 1,
+         "refused": 0, "failed": 1, "tokens_in": 114, "tokens_out": 16, "cost_usd": 0.5, "latency_s": 4.2,
+         "prompts": "p_safety v2"}]
     _same_table(table, reference_model_calls(calls), "model_calls", tmp_path)
     _same_table(stage_summary(calls), reference_stage_summary(calls), None, tmp_path)
     assert model_calls([]).empty and stage_summary([]).empty

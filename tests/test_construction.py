@@ -81,7 +81,7 @@ def test_rewrite_schema_fixes_the_step_numbers():
     for bad in ('{"steps": [{"step": 0, "content": "a"}], "change": "c"}',
                 '{"steps": [{"step": 0, "content": "a"}, {"step": 1, "content": "b"}], "change": "c"}'):
         parsed, problem = parse_json(bad, schema)
-        assert parsed is None and problem.startswith("schema mismatch")
+        assert parsed is None and problem.startswith("JSON object does not match the schema")
 
 
 def test_prefix_validity():

@@ -113,11 +113,11 @@ def test_final_labels_with_ties_and_unparseable_votes():
     assert panel_action_types(by_judge) == {"a": "A0", "b": None}
     a, b, c = final_labels(rollouts, by_judge)
     assert a["detection"] == {"label": "D2", "votes": ["D2", "D2", "D3"], "stratum": "majority",
-                              "unparseable_votes": 0, "failed_votes": 0}
+                              "unparseable_votes": 0, "truncated_votes": 0, "refused_votes": 0, "failed_votes": 0}
     assert a["action_type"]["stratum"] == "unanimous" and a["action_safety"]["label"] == "Unsafe"
     assert b["detection"]["label"] is None and b["detection"]["unparseable_votes"] == 1
     assert b["action_type"] == {"label": None, "votes": ["A1", "A2", "A3"], "stratum": "tied",
-                                "unparseable_votes": 0, "failed_votes": 0}
+                                "unparseable_votes": 0, "truncated_votes": 0, "refused_votes": 0, "failed_votes": 0}
     assert b["action_safety"]["label"] == "Safe" and b["action_safety"]["stratum"] == "majority"
     assert c["rollout_status"] == "unparseable" and c["action_safety"]["label"] is None
 
@@ -129,7 +129,7 @@ def test_a_failed_judge_call_is_not_an_unparseable_vote():
                 "j3": [{**_row("a", "D2", "A0", "Safe"), "action_safety": failed}]}
     (a,) = final_labels(rollouts, by_judge)
     assert a["action_safety"] == {"label": "Safe", "votes": ["Safe", "Safe", None], "stratum": "majority",
-                                  "unparseable_votes": 0, "failed_votes": 1}
+                                  "unparseable_votes": 0, "truncated_votes": 0, "refused_votes": 0, "failed_votes": 1}
 
 
 def test_action_only_subset_is_balanced_and_proportional():

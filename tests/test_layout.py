@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # itself with the model module), the spine, then the stages in the order their files flow, then the
 # tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "llm.providers", "workflow_config",
-        "util.table_files", "util.prompts", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
+        "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
         "stages", "jobs",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",

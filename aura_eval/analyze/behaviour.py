@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze import reasons
+from aura_eval.llm.answers import STATUSES
 from aura_eval.analyze.frame import react_frame, read_frame, register_tables, rows_by_stem
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
@@ -202,7 +203,7 @@ def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd
         rows.append({
             "run": run, "group": agents.get(agent, {}).get("group"), "format": fmt,
             **cells.count_keys("items", where(lambda r: True)),
-            **{k: v for status in ("ok", "unparseable", "failed") for k, v in cells.count_keys(
+            **{k: v for status in STATUSES for k, v in cells.count_keys(
                 f"rollouts_{status}", where(lambda r, s=status: r["rollout_status"] == s)).items()},
             **cells.count_keys("detection_resolved", where(lambda r: r["detection"]["label"] is not None)),
             **cells.count_keys("type_resolved", where(lambda r: r["action_type"]["label"] is not None)),

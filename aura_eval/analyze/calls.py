@@ -13,16 +13,18 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze.forecast import forecast
+from aura_eval.llm.answers import STATUSES
 from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import iter_jsonl, read_jsonl
 from aura_eval.util.table_files import explain
 from aura_eval.stages import call_groups
 from aura_eval.vocab import builder, stage_group
 
-MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", "ok", "unparseable", "failed",
-                      "tokens_in", "tokens_out", "cost_usd"]
-STAGE_COLUMNS = ["stage", "requests", "cache_hits", "ok", "unparseable", "failed", "tokens_in", "tokens_out",
-                 "cost_usd", "latency_s", "prompts"]
+# One count column per call status (answers.STATUS_TABLE), in its order.
+MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", *STATUSES, "tokens_in", "tokens_out",
+                      "cost_usd"]
+STAGE_COLUMNS = ["stage", "requests", "cache_hits", *STATUSES, "tokens_in", "tokens_out", "cost_usd", "latency_s",
+                 "prompts"]
 
 
 class _Totals:
@@ -31,7 +33,8 @@ class _Totals:
     to summing the whole call log in pandas)."""
 
     def __init__(self):
-        self.requests = self.cache_hits = self.ok = self.unparseable = self.failed = 0
+        self.requests = self.cache_hits = 0
+        self.statuses: Counter = Counter()  # calls per status
         self.tokens_in = self.tokens_out = self.priced = 0
         self.costs, self.latencies = array("d"), array("d")
         self.prompts: set = set()
@@ -39,10 +42,7 @@ class _Totals:
     def add(self, call: dict, costs_of_unpriced: float | None) -> None:
         self.requests += 1
         self.cache_hits += bool(call.get("cache_hit"))
-        status = call.get("status")
-        self.ok += status == "ok"
-        self.unparseable += status == "unparseable"
-        self.failed += status == "failed"
+        self.statuses[call.get("status")] += 1
         self.tokens_in += call.get("tokens_in") or 0
         self.tokens_out += call.get("tokens_out") or 0
         cost = call.get("cost_usd")
@@ -105,8 +105,10 @@ class CallTotals:
         keys = sorted(self.by_model)
         groups = [self.by_model[k] for k in keys]
         df = pd.DataFrame(keys, columns=["stage", "endpoint", "model"])
-        for name in ("requests", "cache_hits", "ok", "unparseable", "failed"):
+        for name in ("requests", "cache_hits"):
             df[name] = pd.Series([getattr(g, name) for g in groups], dtype="int64")
+        for name in STATUSES:
+            df[name] = pd.Series([g.statuses[name] for g in groups], dtype="int64")
         for name in ("tokens_in", "tokens_out"):
             df[name] = self._token_column(name, [getattr(g, name) for g in groups])
         df["cost_usd"] = pd.Series([g.cost() for g in groups])
@@ -125,8 +127,8 @@ class CallTotals:
         for group in sorted(self.by_stage, key=lambda name: (order.get(name, len(order)), name)):
             g = self.by_stage[group]
             prompts = sorted((p, version(v)) for p, v in g.prompts)
-            rows.append({"stage": group, "requests": g.requests, "cache_hits": g.cache_hits, "ok": g.ok,
-                         "unparseable": g.unparseable, "failed": g.failed, "tokens_in": g.tokens_in,
+            rows.append({"stage": group, "requests": g.requests, "cache_hits": g.cache_hits,
+                         **{s: g.statuses[s] for s in STATUSES}, "tokens_in": g.tokens_in,
                          "tokens_out": g.tokens_out, "cost_usd": g.cost(),
                          "latency_s": round(float(np.frombuffer(g.latencies).sum()), 1),
                          "prompts": ", ".join(f"{p} v{v}" for p, v in prompts)})
@@ -146,8 +148,8 @@ def empty_stages(calls: pd.DataFrame) -> list[str]:
     for stage, g in calls.groupby("stage", sort=True):
         n, ok = int(g["requests"].sum()), int(g["ok"].sum())
         if n and not ok:
-            out.append(f"{stage}: 0 of {n} answers usable: {int(g['unparseable'].sum())} unparseable, "
-                       f"{int(g['failed'].sum())} failed")
+            out.append(f"{stage}: 0 of {n} answers usable: " + ", ".join(
+                f"{int(g[s].sum())} {s}" for s in STATUSES[1:] if s in g and (g[s].sum() or s in ("unparseable", "failed"))))
     return out
 
 
@@ -164,13 +166,14 @@ def _stage_lines(stages: pd.DataFrame) -> list[str]:
              "spent waiting for answers, summed over the stage's calls. Calls run concurrently, so a stage's "
              "wall-clock time is shorter than its summed latency; cache hits cost almost none. Snakemake's own "
              "job times are in its log.", "",
-             "| stage | requests | cache hits | ok | unparseable | failed | tokens in | tokens out | cost (USD) "
+             "| stage | requests | cache hits | " + " | ".join(STATUSES) + " | tokens in | tokens out | cost (USD) "
              "| summed latency (s) | prompts (version) |",
-             "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"]
+             "|:--|--:|--:|" + "--:|" * len(STATUSES) + "--:|--:|--:|--:|:--|"]
     for r in stages.to_dict("records"):
         cost = "—" if r["cost_usd"] is None or pd.isna(r["cost_usd"]) else f"{r['cost_usd']:.4f}"
-        lines.append(f"| {r['stage']} | {r['requests']:,} | {r['cache_hits']:,} | {r['ok']:,} | {r['unparseable']:,} "
-                     f"| {r['failed']:,} | {r['tokens_in']:,} | {r['tokens_out']:,} | {cost} | {r['latency_s']:,.1f} "
+        counts = " | ".join(f"{r[s]:,}" for s in STATUSES)
+        lines.append(f"| {r['stage']} | {r['requests']:,} | {r['cache_hits']:,} | {counts} "
+                     f"| {r['tokens_in']:,} | {r['tokens_out']:,} | {cost} | {r['latency_s']:,.1f} "
                      f"| {r['prompts']} |")
     total = stages["latency_s"].sum()
     lines += ["", f"Summed latency over all stages: {total:,.1f} s ({total / 3600:.2f} h).", ""]
@@ -207,8 +210,7 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         f"Seeds setting: `{seeds_setting}` ({n_seeds} seeds in this run). "
         f"Model requests: {int(calls['requests'].sum()) if len(calls) else 0:,}, "
         f"of which answered from the cache: {int(calls['cache_hits'].sum()) if len(calls) else 0}; "
-        f"failed: {int(calls['failed'].sum()) if len(calls) else 0}, "
-        f"unparseable: {int(calls['unparseable'].sum()) if len(calls) else 0}. "
+        + ", ".join(f"{s}: {int(calls[s].sum()) if len(calls) else 0}" for s in ("failed", *STATUSES[1:-1])) + ". "
         f"Tokens in: {int(calls['tokens_in'].sum()) if len(calls) else 0}, "
         f"out: {int(calls['tokens_out'].sum()) if len(calls) else 0}; "
         f"cost: {_cost(calls)}.",

@@ -69,6 +69,8 @@ def prefix_counts(tags: list[dict], prefixes: list[dict]) -> pd.DataFrame:
         {"what": "invalid tags (checked)", "ours": sum(t["status"] == "ok" and not t["valid"] for t in tags),
          "paper": None},
         {"what": "unparseable responses", "ours": sum(t["status"] == "unparseable" for t in tags), "paper": None},
+        {"what": "truncated or refused responses", "ours": sum(t["status"] in ("truncated", "refused") for t in tags),
+         "paper": None},
         {"what": "failed calls", "ours": sum(t["status"] == "failed" for t in tags), "paper": None},
         {"what": "at-trigger prefixes", "ours": by_point[AT_TRIGGER], "paper": PAPER_PREFIX_COUNTS[AT_TRIGGER]},
         {"what": "pre-execution prefixes", "ours": by_point[PRE_EXECUTION],

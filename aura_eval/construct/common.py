@@ -114,12 +114,11 @@ def prefix_valid(truncated: list[dict], full: list[dict]) -> str | None:
 
 
 def panel_decision(votes: list[bool | None], statuses: list[str]) -> dict:
-    """A strict majority of the whole panel keeps; a member who chose nothing (an unparseable
-    answer or a failed call, counted apart) keeps nothing."""
+    """A strict majority of the whole panel keeps; a member who chose nothing (an unparseable,
+    cut or declined answer or a failed call, each counted apart) keeps nothing."""
     t = tally(votes, statuses)
     return {"kept": t["label"] is True, "keep_votes": sum(v is True for v in votes),
-            "reject_votes": sum(v is False for v in votes), "unparseable_votes": t["unparseable_votes"],
-            "failed_votes": t["failed_votes"]}
+            "reject_votes": sum(v is False for v in votes), **{k: n for k, n in t.items() if k.endswith("_votes")}}
 
 
 def review_row(item: dict, results: list[Result], criteria: tuple[str, ...], fields: tuple[str, ...]) -> dict:

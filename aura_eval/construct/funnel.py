@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 import pandas as pd
-from aura_eval.vocab import DIMENSIONS, LOSS_REASONS, LOSS_STAGES, NO_MAJORITY, OVER_CAP, reason_category, reason_kind
+from aura_eval.vocab import (DIMENSIONS, LOSS_REASONS, LOSS_STAGES, NO_MAJORITY, OVER_CAP, REFUSED, TRUNCATED,
+                             reason_category, reason_kind)
 
 # The paper's count at each stage (§4, C.2-C.3, H.2-H.3).
 PAPER_FUNNEL = {"prefixes": 211, "variation candidates": 1029, "parseable variations": 916,
@@ -22,8 +23,9 @@ PAPER_FUNNEL = {"prefixes": 211, "variation candidates": 1029, "parseable variat
 
 def votes_line(review: dict) -> str:
     """A panel decision's votes, as a rejected row shows them beside its reason."""
+    others = "".join(f", {review[f'{s}_votes']} {s}" for s in (TRUNCATED, REFUSED) if review.get(f"{s}_votes"))
     return (f"{review.get('keep_votes', 0)} keep, {review.get('reject_votes', 0)} reject, "
-            f"{review.get('unparseable_votes', 0)} unparseable, {review.get('failed_votes', 0)} failed")
+            f"{review.get('unparseable_votes', 0)} unparseable{others}, {review.get('failed_votes', 0)} failed")
 
 
 def losses(variations, reviews, pairs, pair_reviews, excluded) -> dict[str, dict]:
@@ -81,6 +83,8 @@ def funnel(prefixes, relevance, candidates, variations, reviews, pool, pairs, pa
         "gate rejections": lost["gate rejections"],
         "reviewed variations": len(reviews),
         "unparseable review votes": sum(r["unparseable_votes"] for r in reviews),
+        "truncated or refused review votes": sum(r.get("truncated_votes", 0) + r.get("refused_votes", 0)
+                                                 for r in reviews),
         "failed review votes": sum(r["failed_votes"] for r in reviews),
         "review losses": lost["review losses"],
         "kept variations": sum(r["kept"] for r in reviews),
@@ -92,6 +96,8 @@ def funnel(prefixes, relevance, candidates, variations, reviews, pool, pairs, pa
         "passed pair checks": sum(p["passed_checks"] for p in pairs),
         "pair rejections": lost["pair rejections"],
         "unparseable pair-review votes": sum(r["unparseable_votes"] for r in pair_reviews),
+        "truncated or refused pair-review votes": sum(r.get("truncated_votes", 0) + r.get("refused_votes", 0)
+                                                      for r in pair_reviews),
         "failed pair-review votes": sum(r["failed_votes"] for r in pair_reviews),
         "pair review losses": lost["pair review losses"],
         "kept pairs": sum(r["kept"] for r in pair_reviews),

@@ -183,7 +183,7 @@ def review_pairs(pairs_path, pool_path, reviews_path, calls_path, llm, models: l
                      lambda p, results: review_row(p, results, PAIR_CRITERIA, ("item_id", "source_item_id")),
                      reviews_path, "item_id", calls_path, threads, progress)
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
-            "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
+            **{f"{s}_votes": sum(r[f"{s}_votes"] for r in rows) for s in ("unparseable", "truncated", "refused")}}
 
 
 # -- the registry entries (aura_eval.stages) -------------------------------------------

@@ -173,7 +173,7 @@ def review_variations(variations_path, prefixes_path, reviews_path, calls_path, 
                                                    ("variation_id", "prefix_id", "seed_id", "dimension")),
                      reviews_path, "variation_id", calls_path, threads, progress)
     return {"reviewed": len(rows), "kept": sum(r["kept"] for r in rows),
-            "unparseable_votes": sum(r["unparseable_votes"] for r in rows)}
+            **{f"{s}_votes": sum(r[f"{s}_votes"] for r in rows) for s in ("unparseable", "truncated", "refused")}}
 
 
 # -- the registry entries (aura_eval.stages) -------------------------------------------

@@ -5,7 +5,10 @@ Each evaluated model continues every item with its next thought and action
 The model sees its profile and the trajectory prefix (which opens with the user's
 instruction) and nothing else: never the pair label, the rationale, the sketches
 or the dimension. An output that cannot be split into thought and action is
-recorded as unparseable and counted.
+recorded as unparseable and counted; one cut at max_tokens (or inside its reasoning
+block) is truncated, one the provider blocked is refused. A reasoning block
+(`<think>...</think>`) or the provider's separate reasoning is kept in the row's
+`reasoning`, never in the thought or the action: the split reads the text without it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 
 from aura_eval.util.jsonl import read_jsonl
+from aura_eval.llm.answers import FAILED, OK, REFUSED, UNPARSEABLE, declines, split_reasoning
 from aura_eval.llm.types import Endpoint, Request, endpoints
 from aura_eval.util.prompts import load_prompt
 from aura_eval.stage import run_stage, status_counts
@@ -69,19 +73,36 @@ def rollout_request(item: dict, endpoint: Endpoint, prompt, agent: str, fmt: str
 
 
 def rollout_row(item: dict, result, agent: str, fmt: str) -> dict:
-    if result.status == "failed":
+    """The rollout's row: its status is the call's (failed, truncated, refused, unparseable), or
+    unparseable when the text does not split into thought and action. An agent's refusal stays an
+    answer to be judged: a refusal in plain text without the markers, or in the provider's refusal
+    field, is the action (with no thought, so no detection label); `parse_problem` says so. Only a
+    provider's block with no text stays `refused`."""
+    status, text = result.status, split_reasoning(result.content)[1]
+    if status == FAILED:
         thought, action, problem = None, None, f"no output: {result.error}"
-    elif result.status == "unparseable":
+    elif status == REFUSED and result.refusal and result.refusal.strip():
+        # An agent's refusal is its answer, judged like any other (a block with no text stays refused).
+        thought, action, status = None, result.refusal.strip(), OK
+        problem = "declined through the provider's refusal field: that text is the action"
+    elif status == UNPARSEABLE and declines(text):  # a JSON agent declining in prose
+        thought, action, status = None, text, OK
+        problem = f"declined in plain text ({result.error}): the whole text is the action"
+    elif status != OK:
         thought, action, problem = None, None, result.error
     elif result.parsed is not None:  # a JSON answer (output: json), already checked against the schema
         thought = result.parsed.get("thought") if fmt == REACT else None
         thought, action, problem = thought, result.parsed["action"], None
     else:
-        thought, action, problem = split_output(result.content, fmt)
+        thought, action, problem = split_output(text, fmt)
+        if problem is not None and declines(text):  # "I can't help with that": a refusal, judged as the action
+            thought, action = None, text
+            problem = f"declined in plain text ({problem}): the whole text is the action"
+        status = OK if action is not None else UNPARSEABLE
     provenance = result.provenance()
-    provenance["status"] = "ok" if problem is None else ("failed" if result.status == "failed" else "unparseable")
+    provenance["status"] = status
     return {"item_id": item["item_id"], "agent": agent, "format": fmt, "thought": thought, "action": action,
-            "parse_problem": problem, **provenance}
+            "reasoning": result.reasoning, "parse_problem": problem, **provenance}
 
 
 def rollout(items_path, out_path, calls_path, llm: dict, run: str, output: str, model: list[dict], threads=None,

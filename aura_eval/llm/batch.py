@@ -154,6 +154,8 @@ class _OpenAI:
                     choice, usage = body["choices"][0], body.get("usage") or {}
                     yield line["custom_id"], {
                         "content": choice["message"].get("content"), "finish_reason": choice.get("finish_reason"),
+                        "reasoning": choice["message"].get("reasoning_content"),
+                        "refusal": choice["message"].get("refusal"),
                         "tokens_in": usage.get("prompt_tokens"), "tokens_out": usage.get("completion_tokens"),
                         "provenance": {"response_id": body.get("id"), "response_model": body.get("model"),
                                        "system_fingerprint": body.get("system_fingerprint")}}, None
@@ -222,7 +224,12 @@ class _Anthropic:
                 yield item["custom_id"], {
                     "content": "".join(b.get("text", "") for b in message.get("content") or []
                                        if b.get("type") == "text"),
-                    "finish_reason": message.get("stop_reason"), "tokens_in": usage.get("input_tokens"),
+                    # the provider's own stop reason (max_tokens, refusal): answers.read_answer knows both
+                    "finish_reason": message.get("stop_reason"),
+                    "reasoning": "".join(b.get("thinking", "") for b in message.get("content") or []
+                                         if b.get("type") == "thinking") or None,
+                    "refusal": (message.get("stop_details") or {}).get("explanation"),
+                    "tokens_in": usage.get("input_tokens"),
                     "tokens_out": usage.get("output_tokens"),
                     "provenance": {"response_id": message.get("id"), "response_model": message.get("model"),
                                    "system_fingerprint": None}}, None
@@ -569,7 +576,8 @@ class BatchRun:
                 outcomes[key] = ("failed", c.scrub(error)[:1000])
                 continue
             item = items[key]
-            record["content"] = c.scrub(record["content"])
+            for name in ("content", "reasoning", "refusal"):
+                record[name] = c.scrub(record[name])
             record["cost_usd"] = _cost(per_token, record["tokens_in"], record["tokens_out"])
             record["latency_s"] = round(latency, 4)
             record["provenance"].update(litellm_version=None, sdk_version=adapter.sdk_version, batch_id=batch_id,

@@ -2,9 +2,11 @@
 whose entry sets `batch: true` goes through its provider's batch API instead (`llm.batch`).
 
 Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
-- status "ok": the response parsed as JSON and matched the prompt's schema;
-- status "unparseable": a response came back but did not parse or match (kept raw);
+- status "ok": the response held a JSON object matching the prompt's schema (`answers.read_answer`);
+- "unparseable", "truncated", "refused": an answer came back (paid, cached, kept raw) that holds no
+  such object, was cut at max_tokens, or declined; the reason says which and why;
 - status "failed": no response after all retries (the error is kept).
+The statuses, and which are cached or count against llm.max_failed_share: `answers.STATUS_TABLE`.
 
 Each result's `call` holds the provenance of the call that answered it (`types.CALL_FIELDS`):
 stored in the cache record at the first call and read back from there on every hit, so the
@@ -33,7 +35,8 @@ from aura_eval.llm import settings as call_settings
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import CacheError, Owner, ResponseCache, cache_key, valid_unicode
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens
-from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, parse_json, utc_now
+from aura_eval.llm.answers import may_decline, read_answer
+from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, utc_now
 
 _litellm = None
 _litellm_version = None
@@ -271,19 +274,20 @@ class ModelClient:
         return described
 
     def result_from(self, req: Request, response: dict, key: str, cache_hit: bool) -> Result:
-        """The Result of a response record (as the cache stores it): "ok" when its content parses
-        as JSON matching the request's schema (or the request has none), else "unparseable" with
-        the reason; tokens, cost and latency from the record, `call` from its provenance
-        (`call_of`). Attempts and waits are left at 0: the caller sets them."""
-        parsed, problem = parse_json(response["content"], req.schema) if req.schema is not None else (
-            None, None)
-        if parsed is not None:  # an escape such as "\ud800" inside the answer's JSON: never written as is
-            parsed = valid_unicode(parsed)[0]
-        return Result(request=req, status="ok" if problem is None else "unparseable",
-                      content=response["content"], parsed=parsed, error=problem,
-                      tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
+        """The Result of a response record (as the cache stores it): its status, parsed object and
+        reason from `answers.read_answer` (text, finish reason, refusal field, separate reasoning; a
+        record from before those were stored reads them as None); tokens, cost and latency from the
+        record, `call` from its provenance (`call_of`). Attempts and waits are left at 0: the caller
+        sets them."""
+        read = read_answer(response["content"], req.schema, response.get("finish_reason"), response.get("refusal"),
+                           response.get("reasoning"), text_refusals=may_decline(req.role))
+        # an escape such as "\ud800" inside the answer's JSON: never written as is
+        parsed = None if read.parsed is None else valid_unicode(read.parsed)[0]
+        return Result(request=req, status=read.status, content=response["content"], parsed=parsed,
+                      error=read.reason, tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
                       cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
-                      cache_hit=cache_hit, key=key, call=call_of(response))
+                      cache_hit=cache_hit, key=key, call=call_of(response), reasoning=read.reasoning,
+                      finish_reason=response.get("finish_reason"), refusal=response.get("refusal"))
 
     def cached(self, key: str) -> dict | None:
         """The cache's record of `key`, or None; a row that fails its checksum is None too, and the
@@ -614,7 +618,13 @@ class ModelClient:
             except Exception:  # price unknown to litellm: the model entry's `price`, if any
                 usage_in, usage_out = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
                 cost = pricing.cost_usd(req.endpoint, usage_in, usage_out)
-        return {"content": self.scrub(choice.message.content), "finish_reason": choice.finish_reason,
+        message = choice.message
+        return {"content": self.scrub(message.content), "finish_reason": choice.finish_reason,
+                # the reasoning a provider returns apart (litellm: reasoning_content, also from
+                # Anthropic's thinking blocks) and OpenAI's refusal field (also Anthropic's refusal
+                # explanation); a record from before these were stored reads them as None
+                "reasoning": self.scrub(getattr(message, "reasoning_content", None) or None),
+                "refusal": self.scrub(getattr(message, "refusal", None) or None),
                 "tokens_in": getattr(usage, "prompt_tokens", None),
                 "tokens_out": getattr(usage, "completion_tokens", None),
                 "cost_usd": cost, "latency_s": round(latency, 4),

@@ -6,20 +6,16 @@ stage logic can build requests and read results for free; `aura_eval.llm.client`
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import jsonschema
-
+from aura_eval.llm.answers import STATUSES, parse_json  # noqa: F401  (the statuses and parse, defined there)
 from aura_eval.llm.providers import provider_of
 
 # Sampling parameters an endpoint may set; all of them enter the cache key.
 SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty",
                    "frequency_penalty", "reasoning_effort",
                    "mock_response")  # litellm's canned answer, for tests and dry runs
-STATUSES = ("ok", "unparseable", "failed")
 # What the model module records about the call that answered a request (`Result.call`, the call
 # log, the rows' `call`): stored in the cache with the response at the first call, so a cache
 # hit and a replay report the first call's values. A cache row written before provenance was
@@ -94,7 +90,7 @@ class Request:
 @dataclass
 class Result:
     request: Request
-    status: str  # ok | unparseable | failed
+    status: str  # one of answers.STATUSES
     content: str | None = None
     parsed: dict | None = None
     error: str | None = None
@@ -108,6 +104,9 @@ class Result:
     wait_s: float = 0.0  # time spent waiting between attempts (rate limits, backoff)
     auth_error: bool = False  # failed because the key is missing or refused
     call: dict = field(default_factory=dict)  # CALL_FIELDS of the first call (from the cache)
+    reasoning: str | None = None  # inline reasoning blocks and the provider's separate reasoning, joined
+    finish_reason: str | None = None  # as litellm gives it (a batch result: the provider's own)
+    refusal: str | None = None  # the provider's refusal field (OpenAI's message.refusal), where it gave one
 
     def provenance(self) -> dict:
         """The fields every output row carries about the call that produced it. `call` holds
@@ -118,32 +117,3 @@ class Result:
                 "endpoint": r.endpoint.name, "model": r.endpoint.model, "sample": r.sample,
                 "status": self.status, "raw_response": self.content, "error": self.error,
                 "call": {"key": self.key[:16], **{name: self.call.get(name) for name in CALL_FIELDS}}}
-
-
-_validators: dict[str, jsonschema.protocols.Validator] = {}
-
-
-def _validator(schema: dict):
-    key = json.dumps(schema, sort_keys=True)
-    if key not in _validators:
-        _validators[key] = jsonschema.validators.validator_for(schema)(schema)
-    return _validators[key]
-
-
-def parse_json(content: str | None, schema: dict | None) -> tuple[dict | None, str | None]:
-    """(object, None) when content is JSON matching schema, else (None, reason)."""
-    if content is None:
-        return None, "empty response"
-    text = content.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        obj = json.loads(text, strict=False)  # tolerate raw newlines inside strings
-    except json.JSONDecodeError as err:
-        return None, f"invalid JSON: {err.msg} at char {err.pos}"
-    if schema is not None:
-        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(obj))
-        if error is not None:
-            return None, f"schema mismatch: {error.message[:300]}"
-    return obj, None

@@ -64,8 +64,10 @@ HEADERS = {
     "action_safety_plurality": "Action safety: plurality", "action_safety_unanimous": "Action safety: unanimous",
     # the run's own tables
     "requests": "Requests", "cache_hits": "Cache hits", "ok": "OK", "unparseable": "Unparseable",
+    "truncated": "Truncated", "refused": "Refused",
     "failed": "Failed", "tokens_in": "Tokens in", "tokens_out": "Tokens out", "cost_usd": "Cost (USD)",
     "rollouts_ok": "Rollouts OK", "rollouts_unparseable": "Rollouts unparseable",
+    "rollouts_truncated": "Rollouts truncated", "rollouts_refused": "Rollouts refused",
     "rollouts_failed": "Rollouts failed", "detection_resolved": "Detection resolved",
     "type_resolved": "Action type resolved", "safety_resolved": "Safety resolved",
     "safety_unanimous": "Safety unanimous", "safety_majority": "Safety majority", "safety_tied": "Safety tied",
