@@ -34,10 +34,10 @@ MAX_TOKENS = 16  # enough for a provider to accept the request; the answer itsel
 TIMEOUT_S = 60.0
 QUESTION = 'Reply with the JSON object {"ok": true} and nothing else.'
 MESSAGES = [{"role": "user", "content": QUESTION}]
-# Words in a provider's refusal that point at the response_format (OpenAI, Anthropic, Gemini, vLLM).
 # Words of a refused connection that litellm reports as another error (hosted_vllm: InternalServerError).
 UNREACHABLE_WORDS = ("connection refused", "connecterror", "connection error", "failed to establish",
                      "name or service not known", "temporary failure in name resolution")
+# Words in a provider's refusal that point at the response_format (OpenAI, Anthropic, Gemini, vLLM).
 STRUCTURED_WORDS = ("response_format", "json_schema", "response_schema", "responseschema", "structured output",
                     "responsemimetype", "guided_json")
 
