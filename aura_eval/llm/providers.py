@@ -28,6 +28,10 @@ BATCH_PROVIDERS = ("openai", "anthropic")  # the providers whose batch API `batc
 PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
                  "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
+# Providers whose API refuses a JSON schema in `response_format` (DeepSeek: "This response_format type
+# is unavailable now") and answers JSON only with `{"type": "json_object"}` and a prompt that says
+# "json": the client sends that, with the schema written into the last message (`client.py`).
+JSON_OBJECT_PROVIDERS = ("deepseek",)
 BARE_MODEL_PROVIDER = "openai"  # whose key litellm uses for a model string that names no provider
 
 
