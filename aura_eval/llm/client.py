@@ -68,6 +68,9 @@ def litellm_module():
     global _litellm
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
+        # nor of Anthropic's beta-header table, which litellm otherwise fetches (5 s timeout) on the
+        # first Anthropic call of every job: the installed copy is the one its version was tested with
+        os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
         import litellm
 
         litellm.telemetry = False
@@ -146,7 +149,7 @@ def _seconds_until(value: str) -> float | None:
     from datetime import datetime
 
     try:
-        return max(0.0, datetime.fromisoformat(value.strip().replace("Z", "+00:00")).timestamp() - time.time())
+        return max(0.0, datetime.fromisoformat(value.strip()).timestamp() - time.time())
     except ValueError:
         return None
 
@@ -207,6 +210,21 @@ def schema_in_prompt(messages: list[dict], schema: dict) -> list[dict]:
     note = ("\n\nAnswer with one JSON object that matches this JSON schema: "
             + json.dumps(schema, sort_keys=True))
     return [*head, {**last, "content": f"{last['content']}{note}"}]
+
+
+def without_prefix_items(schema):
+    """`schema` with every `prefixItems` list (and its `"items": false`) turned into `items: {"anyOf":
+    [...]}`, for a provider whose structured outputs take no prefixItems (providers.NO_PREFIX_ITEMS_PROVIDERS).
+    Looser (any order, any count), which the stages' own checks catch: the gate and `assemble` read
+    every rewrite list whatever the schema allowed."""
+    if isinstance(schema, list):
+        return [without_prefix_items(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: without_prefix_items(v) for k, v in schema.items() if k != "prefixItems"}
+    if "prefixItems" in schema:
+        out["items"] = {"anyOf": without_prefix_items(schema["prefixItems"])}
+    return out
 
 
 class _Wait(tenacity.wait.wait_base):
@@ -454,8 +472,11 @@ class ModelClient:
             return None
         if req.endpoint.provider in providers.JSON_OBJECT_PROVIDERS:
             return {"type": "json_object"}  # the schema goes into the prompt (schema_in_prompt)
+        schema = req.schema
+        if req.endpoint.provider in providers.NO_PREFIX_ITEMS_PROVIDERS:
+            schema = without_prefix_items(schema)
         return {"type": "json_schema",
-                "json_schema": {"name": req.prompt_id, "schema": req.schema, "strict": False}}
+                "json_schema": {"name": req.prompt_id, "schema": schema, "strict": False}}
 
     async def _call(self, req: Request, described: dict, key: str) -> Result:
         cached = self.cached(key)

@@ -3,8 +3,8 @@
 An emulator is a `LocalServer` (tests/stub_server.py) whose handler speaks one provider's wire
 format. Per request it takes one behaviour:
 - from `state.script[model]` (a list, consumed one per request), else
-- every `state.every`-th request (1st, 2nd, ... counted over the server) takes
-  `state.injected` (a retryable error of the provider's own, say), else
+- every `state.every`-th request (counted over the server from the first) takes the next of
+  `state.injected` in turn (the provider's own retryable errors, say), else
 - `state.default` ("ok").
 
 A behaviour is a name the dialect knows (`"ok"`, its retryable errors, `"bad_key"`,
@@ -25,7 +25,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler
 
-from tests.stub_server import LocalServer, schema_instance
+from tests.stub_server import STUB_TEXT, LocalServer, schema_instance
 
 OK = "ok"
 # Non-retryable errors every dialect answers in its own shape.
@@ -37,14 +37,29 @@ ANSWER_VALUES = {"risk_trigger": 0, "execution_point": 1}
 REACT_TEXT = "[Agent_Thought]: emulated thought\n[Agent_Action]: emulated action"
 
 
+def instance(schema):
+    """What a model held to `schema` by constrained decoding writes (stub_server.schema_instance,
+    plus JSON Schema's boolean schemas: an array whose `items` is false can only be empty), with
+    ANSWER_VALUES for the properties they name. An array whose items are `anyOf` alternatives gets
+    one item of each, in order (a model following an order stated in the description)."""
+    if isinstance(schema, bool):
+        return STUB_TEXT if schema else None
+    if schema.get("type") == "array" and "prefixItems" not in schema:
+        items = schema.get("items", {"type": "string"})
+        if items is False:
+            return []
+        return [instance(alt) for alt in items["anyOf"]] if isinstance(items, dict) and "anyOf" in items \
+            else [instance(items)]
+    if schema.get("type") == "object" or "properties" in schema:
+        return {name: ANSWER_VALUES.get(name, instance(sub)) for name, sub in schema.get("properties", {}).items()}
+    if "prefixItems" in schema:
+        return [instance(sub) for sub in schema["prefixItems"]]
+    return schema_instance(schema)
+
+
 def answer_text(schema: dict | None) -> str:
     """A valid answer: an instance of the request's JSON schema, or a ReAct step when none is sent."""
-    if schema is None:
-        return REACT_TEXT
-    value = schema_instance(schema)
-    if isinstance(value, dict):
-        value.update({k: v for k, v in ANSWER_VALUES.items() if k in value})
-    return json.dumps(value)
+    return REACT_TEXT if schema is None else json.dumps(instance(schema))
 
 
 class EmulatorState:
@@ -52,20 +67,21 @@ class EmulatorState:
         self.lock = threading.Lock()
         self.script: dict[str, list] = {}
         self.default = OK
-        self.injected = None  # the behaviour every `every`-th request takes
+        self.injected: list = []  # the behaviours every `every`-th request takes, in turn
         self.every = 0
         self.wait_s = 1.0  # the wait a retryable error asks for
         self.requests: list[dict] = []  # {"path", "model", "body", "headers", "behaviour"}
         self.sent: dict[str, int] = {}  # behaviour -> times answered with it (refusals under their reason)
         self.waits_asked: list[float] = []
+        self.last_error = None  # the body of the last error sent
 
     def next_behaviour(self, model: str):
         with self.lock:
             queue = self.script.get(model)
             if queue:
                 return queue.pop(0)
-            if self.injected is not None and self.every and len(self.requests) % self.every == 0:
-                return self.injected
+            if self.injected and self.every and len(self.requests) % self.every == 0:
+                return self.injected[len(self.requests) // self.every % len(self.injected)]
             return self.default
 
     def record(self, entry: dict) -> None:
@@ -138,6 +154,13 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         return any(path.endswith(p.split("{model}")[-1]) for p in self.paths)
 
     def do_POST(self):
+        try:
+            self._handle()
+        except Exception as err:  # an emulator bug: counted and named, never a silent disconnect
+            self.server.state.count(f"emulator error: {type(err).__name__}: {err}")
+            raise
+
+    def _handle(self):
         state: EmulatorState = self.server.state
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = json.loads(raw or b"{}")
@@ -166,6 +189,7 @@ class EmulatorHandler(BaseHTTPRequestHandler):
     def _error(self, behaviour: str) -> None:
         status, body, headers, wait = self.error(behaviour)
         self.server.state.count(behaviour, wait)
+        self.server.state.last_error = body
         self.send_json(status, body, headers)
 
 
@@ -180,6 +204,10 @@ class Emulator(LocalServer):
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}{self.base_path}"
 
-    def inject(self, behaviour, every: int, wait_s: float = 1.0) -> None:
-        """Every `every`-th request gets `behaviour` (asking for `wait_s` where it asks for a wait)."""
-        self.state.injected, self.state.every, self.state.wait_s = behaviour, every, wait_s
+    retryable: tuple[str, ...] = ()  # the dialect's retryable errors
+
+    def inject(self, behaviours, every: int, wait_s: float = 1.0) -> None:
+        """Every `every`-th request gets the next of `behaviours` (a name or a list of names), each
+        asking for `wait_s` where the provider asks for a wait."""
+        names = [behaviours] if isinstance(behaviours, str) else list(behaviours)
+        self.state.injected, self.state.every, self.state.wait_s = names, every, wait_s
