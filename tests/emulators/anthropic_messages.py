@@ -5,9 +5,9 @@ The key comes in `x-api-key`, the version in `anthropic-version`. Errors are
 `retry-after` (seconds) and the `anthropic-ratelimit-*-reset` headers, which are RFC 3339 *times*;
 `rate_limited_reset_only` sends the reset time alone (as an SDK that only reads it would see);
 529 `overloaded_error` and 500 `api_error` send no wait. Refused (400): a request without
-`max_tokens`, `temperature` outside [0, 1], and an `output_format` schema using what structured
-outputs do not support (numeric and string-length constraints, array bounds beyond minItems 0/1,
-an object without `additionalProperties: false`).
+`anthropic-version` or `max_tokens`, `temperature` outside [0, 1], and an `output_format` schema
+using what structured outputs do not support (numeric and string-length constraints, array
+bounds beyond minItems 0/1, an object without `additionalProperties: false`).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class AnthropicHandler(EmulatorHandler):
         return self.headers.get("x-api-key")
 
     def check(self, body):
+        if not self.headers.get("anthropic-version"):
+            raise Refusal(400, INVALID, "anthropic-version: header is required")
         if "max_tokens" not in body:
             raise Refusal(400, INVALID, "max_tokens: Field required")
         if not 0 <= body.get("temperature", 1) <= 1:
