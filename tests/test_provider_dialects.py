@@ -81,6 +81,10 @@ def test_every_stage_completes_with_no_failed_call(dialect_run):
     for agent in AGENTS:
         rollouts = read_jsonl(work / f"results/rollouts/{agent}.jsonl")
         assert rollouts and all(r["action"] == "emulated action" for r in rollouts)
+    # Anthropic's per-step rewrite lists came back whole (sent without prefixItems, which litellm would
+    # have turned into a list that must stay empty): every variation assembled and passed the gate.
+    variations = read_jsonl(work / "results/construct/variations.jsonl")
+    assert variations and all(v["passed_gate"] and v["model"] == "anthropic/claude-opus-4-6" for v in variations)
     # Every model string of paper.yaml in use reached its own emulator.
     assert {dialect_of(r["model"]) for r in rows} == set(EMULATORS)
 

@@ -471,7 +471,9 @@ class ModelClient:
         if req.schema is None or not req.endpoint.structured_output:
             return None
         if req.endpoint.provider in providers.JSON_OBJECT_PROVIDERS:
-            return {"type": "json_object"}  # the schema goes into the prompt (schema_in_prompt)
+            # Sent as {"type": "json_object"} with the schema in the prompt (schema_in_prompt); kept
+            # here so that the cache key covers the schema the prompt carries.
+            return {"type": "json_object", "schema": req.schema}
         schema = req.schema
         if req.endpoint.provider in providers.NO_PREFIX_ITEMS_PROVIDERS:
             schema = without_prefix_items(schema)
@@ -520,10 +522,11 @@ class ModelClient:
             kwargs["api_base"] = req.endpoint.api_base
         if req.endpoint.api_key_env:
             kwargs["api_key"] = os.environ.get(req.endpoint.api_key_env, "")
-        if described["response_format"] is not None:
-            kwargs["response_format"] = described["response_format"]
-            if described["response_format"]["type"] == "json_object":
-                kwargs["messages"] = schema_in_prompt(req.messages, req.schema)
+        fmt = described["response_format"]
+        if fmt is not None and fmt["type"] == "json_object":
+            kwargs.update(response_format={"type": "json_object"}, messages=schema_in_prompt(req.messages, fmt["schema"]))
+        elif fmt is not None:
+            kwargs["response_format"] = fmt
         wait = _Wait(float(self.call.backoff_s))
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,
