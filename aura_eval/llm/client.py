@@ -71,6 +71,9 @@ def litellm_module():
     global _litellm
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
+        # nor of Anthropic's beta-header table, which litellm otherwise fetches (5 s timeout) on the
+        # first Anthropic call of every job: the installed copy is the one its version was tested with
+        os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
         import litellm
 
         litellm.telemetry = False
@@ -102,7 +105,16 @@ def is_auth_error(err: Exception) -> bool:
 
 
 def is_retryable(err: BaseException) -> bool:
-    return isinstance(err, _retryable_errors(litellm_module())) and not is_auth_error(err)
+    lit = litellm_module()
+    return (isinstance(err, _retryable_errors(lit)) or _is_retryable_api_error(lit, err)) and not is_auth_error(err)
+
+
+def _is_retryable_api_error(lit, err: BaseException) -> bool:
+    """An error litellm could not class by its HTTP status but that carries a retryable code: OpenRouter
+    answers HTTP 200 with `{"error": {"code": 502, ...}}` when the upstream model fails after it took
+    the request, which litellm raises as a plain APIError with `status_code` 502."""
+    return (type(err) is lit.APIError and isinstance(getattr(err, "status_code", None), int)
+            and (err.status_code in (408, 429) or err.status_code >= 500))
 
 
 def _secrets(names=()) -> list[tuple[str, str]]:
@@ -126,13 +138,42 @@ def scrub_secrets(text: str | None, names=()) -> str | None:
     return _BEARER.sub("Bearer <redacted>", text)
 
 
-def retry_after_s(err: BaseException) -> float | None:
-    """The wait a rate-limited answer asks for: Retry-After (seconds or an HTTP date), or the
-    providers' reset headers (OpenAI's x-ratelimit-reset-requests, e.g. `1s` or `6m0s`)."""
-    headers = getattr(err, "litellm_response_headers", None) or getattr(getattr(err, "response", None),
-                                                                        "headers", None)
-    if not headers:
+# OpenAI's reset headers are durations (`1s`, `6m0s`, `20ms`).
+_OPENAI_RESETS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+# Anthropic's are RFC 3339 times (`2026-12-04T15:23:02Z`), one per limit, each beside its `-remaining`.
+_ANTHROPIC_LIMITS = ("requests", "tokens", "input-tokens", "output-tokens")
+# Gemini puts the wait in the error body: a google.rpc.RetryInfo detail, `"retryDelay": "7s"` (a
+# protobuf Duration); litellm keeps the body in the exception's text.
+_RETRY_DELAY = re.compile(r'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
+
+
+def _seconds_until(value: str) -> float | None:
+    """Seconds from now to an RFC 3339 time, None when `value` is not one."""
+    from datetime import datetime
+
+    try:
+        return max(0.0, datetime.fromisoformat(value.strip()).timestamp() - time.time())
+    except ValueError:
         return None
+
+
+def _anthropic_reset_s(headers) -> float | None:
+    """The wait Anthropic's `anthropic-ratelimit-*-reset` times ask: the latest reset of the limits
+    at 0 remaining (of all limits, when none says so)."""
+    resets = {limit: headers.get(f"anthropic-ratelimit-{limit}-reset") for limit in _ANTHROPIC_LIMITS}
+    resets = {limit: value for limit, value in resets.items() if value}
+    spent = [limit for limit in resets if headers.get(f"anthropic-ratelimit-{limit}-remaining") == "0"]
+    waits = [w for limit in (spent or resets) if (w := _seconds_until(resets[limit])) is not None]
+    return max(waits) if waits else None
+
+
+def retry_after_s(err: BaseException) -> float | None:
+    """The wait a refused request asks for, in the provider's own form: `retry-after-ms`;
+    `Retry-After` (seconds or an HTTP date); OpenAI's reset durations (`x-ratelimit-reset-requests:
+    1s`); Anthropic's reset times (`anthropic-ratelimit-requests-reset`, RFC 3339); Gemini's
+    `RetryInfo.retryDelay` in the error body. None when it asks for none."""
+    headers = getattr(err, "litellm_response_headers", None) or getattr(getattr(err, "response", None),
+                                                                        "headers", None) or {}
     value = headers.get("retry-after-ms")
     if value:
         try:
@@ -150,14 +191,43 @@ def retry_after_s(err: BaseException) -> float | None:
                 return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
             except (TypeError, ValueError):
                 pass
-    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-reset"):
+    for name in _OPENAI_RESETS:
         value = headers.get(name)
         if value:
             parts = re.findall(r"([\d.]+)(ms|s|m|h)", value)
             if parts:
                 scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
                 return sum(float(n) * scale[u] for n, u in parts)
-    return None
+    reset = _anthropic_reset_s(headers)
+    if reset is not None:
+        return reset
+    delay = _RETRY_DELAY.search(str(err))
+    return float(delay.group(1)) if delay else None
+
+
+def schema_in_prompt(messages: list[dict], schema: dict) -> list[dict]:
+    """`messages` with the JSON schema appended to the last one, for a provider that takes no schema
+    in `response_format` (providers.JSON_OBJECT_PROVIDERS): its JSON mode needs the word "json" in
+    the prompt, and the schema there is what tells the model which object to write."""
+    *head, last = messages
+    note = ("\n\nAnswer with one JSON object that matches this JSON schema: "
+            + json.dumps(schema, sort_keys=True))
+    return [*head, {**last, "content": f"{last['content']}{note}"}]
+
+
+def without_prefix_items(schema):
+    """`schema` with every `prefixItems` list (and its `"items": false`) turned into `items: {"anyOf":
+    [...]}`, for a provider whose structured outputs take no prefixItems (providers.NO_PREFIX_ITEMS_PROVIDERS).
+    Looser (any order, any count), which the stages' own checks catch: the gate and `assemble` read
+    every rewrite list whatever the schema allowed."""
+    if isinstance(schema, list):
+        return [without_prefix_items(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: without_prefix_items(v) for k, v in schema.items() if k != "prefixItems"}
+    if "prefixItems" in schema:
+        out["items"] = {"anyOf": without_prefix_items(schema["prefixItems"])}
+    return out
 
 
 class _Wait(tenacity.wait.wait_base):
@@ -489,8 +559,15 @@ class ModelClient:
     def _response_format(self, req: Request):
         if req.schema is None or not req.endpoint.structured_output:
             return None
+        if req.endpoint.provider in providers.JSON_OBJECT_PROVIDERS:
+            # Sent as {"type": "json_object"} with the schema in the prompt (schema_in_prompt); kept
+            # here so that the cache key covers the schema the prompt carries.
+            return {"type": "json_object", "schema": req.schema}
+        schema = req.schema
+        if req.endpoint.provider in providers.NO_PREFIX_ITEMS_PROVIDERS:
+            schema = without_prefix_items(schema)
         return {"type": "json_schema",
-                "json_schema": {"name": req.prompt_id, "schema": req.schema, "strict": False}}
+                "json_schema": {"name": req.prompt_id, "schema": schema, "strict": False}}
 
     def _hit(self, req: Request, record: dict, key: str, waited_s: float = 0.0) -> Result:
         result = self.result_from(req, record, key, cache_hit=True)
@@ -580,8 +657,11 @@ class ModelClient:
             kwargs["api_base"] = req.endpoint.api_base
         if req.endpoint.api_key_env:
             kwargs["api_key"] = os.environ.get(req.endpoint.api_key_env, "")
-        if described["response_format"] is not None:
-            kwargs["response_format"] = described["response_format"]
+        fmt = described["response_format"]
+        if fmt is not None and fmt["type"] == "json_object":
+            kwargs.update(response_format={"type": "json_object"}, messages=schema_in_prompt(req.messages, fmt["schema"]))
+        elif fmt is not None:
+            kwargs["response_format"] = fmt
         wait = _Wait(float(self.call.backoff_s))
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,

@@ -28,6 +28,14 @@ BATCH_PROVIDERS = ("openai", "anthropic", "gemini")  # the providers whose batch
 PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
                  "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
+# Providers whose API refuses a JSON schema in `response_format` (DeepSeek: "This response_format type
+# is unavailable now") and answers JSON only with `{"type": "json_object"}` and a prompt that says
+# "json": the client sends that, with the schema written into the last message (`client.py`).
+JSON_OBJECT_PROVIDERS = ("deepseek",)
+# Providers whose structured outputs take no `prefixItems` (a list whose n-th item has its own schema):
+# litellm moves it into the description and keeps `"items": false`, a list that must stay empty, so
+# the client sends those lists as `items: {"anyOf": [the item schemas]}` (`client.py`).
+NO_PREFIX_ITEMS_PROVIDERS = ("anthropic",)
 BARE_MODEL_PROVIDER = "openai"  # whose key litellm uses for a model string that names no provider
 
 
