@@ -341,6 +341,9 @@ class _Gemini:
                 (out or 0) + (usage.get("thoughtsTokenCount") or 0))
             yield key, {
                 "content": "".join(p.get("text", "") for p in parts if not p.get("thought")),
+                # thought summaries (parts marked `thought`), kept apart like litellm's reasoning_content
+                "reasoning": "".join(p.get("text", "") for p in parts if p.get("thought")) or None,
+                "refusal": None,  # Gemini has no refusal field: a block is its finish reason (SAFETY, ...)
                 "finish_reason": map_finish_reason(finish) if finish else None,
                 "tokens_in": usage.get("promptTokenCount"), "tokens_out": tokens_out,
                 "provenance": {"response_id": response.get("responseId"),
@@ -577,7 +580,7 @@ class BatchRun:
                 continue
             item = items[key]
             for name in ("content", "reasoning", "refusal"):
-                record[name] = c.scrub(record[name])
+                record[name] = c.scrub(record.get(name))
             record["cost_usd"] = _cost(per_token, record["tokens_in"], record["tokens_out"])
             record["latency_s"] = round(latency, 4)
             record["provenance"].update(litellm_version=None, sdk_version=adapter.sdk_version, batch_id=batch_id,
