@@ -77,6 +77,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_coverage.py
 	$(BIN)/python benchmarks/bench_call_tables.py
 	$(BIN)/python benchmarks/bench_cache_check.py
+	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
 
 # Keeps results/README.md (what lands where) and the response cache.
