@@ -1,12 +1,18 @@
 """Run batches of model requests through litellm, with cache, retries and a call log; a model
 whose entry sets `batch: true` goes through its provider's batch API instead (`llm.batch`).
 
-Every outcome is a `Result`; nothing raises except a cache miss in replay mode:
+Every outcome is a `Result`; nothing raises except a cache miss in replay mode, a stop
+(`stop.RunStopped`: Ctrl-C, SIGTERM, the run's stop mark) and a cache file that cannot be used or
+written (`cache.CacheError`, naming the file and the answers lost):
 - status "ok": the response held a JSON object matching the prompt's schema (`answers.read_answer`);
 - "unparseable", "truncated", "refused": an answer came back (paid, cached, kept raw) that holds no
   such object, was cut at max_tokens, or declined; the reason says which and why;
 - status "failed": no response after all retries (the error is kept).
 The statuses, and which are cached or count against llm.max_failed_share: `answers.STATUS_TABLE`.
+
+Each answer is paid once: identical requests in a job share one call, and across processes on
+one cache file a request claims a lease first (`cache.ResponseCache.claim`); a request another
+live process is sending is waited for, never sent again.
 
 Each result's `call` holds the provenance of the call that answered it (`types.CALL_FIELDS`):
 stored in the cache record at the first call and read back from there on every hit, so the
