@@ -246,7 +246,7 @@ def test_a_tie_is_never_labelled_and_unresolved_rows_are_counted(noisy_run):
         assert recorded.loc[recorded_strata[axis] == "tied", axis].isna().all(), axis
     assert (recorded_strata["action_safety"] == "tied").sum() == tied.sum() >= 3
     assert (strata == "majority").to_numpy().sum() >= 10  # split panels: a vote for nobody, a majority still
-    assert set(truth["shape"].dropna()) >= {"cut", "remark", "reasoning_apart"}
+    assert set(truth["shape"].dropna()) >= {"cut", "remark", "reasoning_apart"} and truth["shape"].isin(DECLINED).any()
     assert truth["action_safety"].isna().sum() > tied.sum()  # ties, cut and blocked answers: all unresolved
     summary = _csv(work, "evaluation_summary").set_index("run")
     for run, g in truth.groupby("run"):
