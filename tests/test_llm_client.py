@@ -307,3 +307,23 @@ def test_a_registered_responder_answers_with_its_settings_made_once(llm_settings
     results = client.run(requests) + client.run(requests[:1])
     assert [r.parsed for r in results] == [{"answer": f"item-{i:02d}"} for i in (0, 1, 2, 0)]
     assert made == [llm_settings["cache"]] and not any(r.cache_hit for r in results) and len(client.cache) == 0
+
+
+def test_a_responder_may_answer_with_a_record_or_fail_the_call(llm_settings, monkeypatch):
+    """A responder's answer is its text or a response record (a cut, a refusal field); raising
+    ResponderFailure is a call with no answer: `failed`, with the reason, in the call log."""
+    def respond(request):
+        if request.item_id == "item-00":
+            return {"content": '{"answer": "cu', "finish_reason": "length"}
+        if request.item_id == "item-01":
+            raise providers.ResponderFailure("simulated outage")
+        return {"content": None, "refusal": "I can't help with that."}
+
+    monkeypatch.setattr(providers, "_responders", {})
+    providers.register_responder(providers.SIM_PROVIDER, lambda settings: respond)
+    client = ModelClient(llm_settings, "t", progress=False)
+    results = client.run(make_requests(None, 3, model="aura_sim/any"))
+    assert [r.status for r in results] == ["truncated", "failed", "refused"]
+    assert results[1].error == "simulated outage" and results[1].parsed is None
+    assert [c["status"] for c in client.calls] == ["truncated", "failed", "refused"]
+    assert client.calls[1]["error"] == "simulated outage"

@@ -439,14 +439,22 @@ class ModelClient:
         cheaper than a lookup, and it is the same on every run; replay mode answers it too)."""
         key = cache_key(self.describe(req))
         start = time.perf_counter()
-        content = respond(req)
-        self.calls_made += 1
-        result = self.result_from(req, {"content": content, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
-                                        "latency_s": time.perf_counter() - start}, key, cache_hit=False)
-        result.attempts = 1
         # Not cached, so nothing of this call is stored: no time, latency or response id (they
         # would differ on every run); the prompt and parameters are the request's.
-        result.call = {name: None for name in CALL_FIELDS} | {"params": self.params_of(req), "cost_usd": 0.0}
+        call = {name: None for name in CALL_FIELDS} | {"params": self.params_of(req), "cost_usd": 0.0}
+        self.calls_made += 1
+        try:
+            answer = respond(req)
+        except providers.ResponderFailure as err:  # no answer: failed, like a call out of retries
+            result = Result(request=req, status="failed", error=str(err), key=key, attempts=1, call=call,
+                            latency_s=time.perf_counter() - start)
+            self.log_call(result)
+            return result
+        record = answer if isinstance(answer, dict) else {"content": answer}
+        result = self.result_from(req, {**record, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
+                                        "latency_s": time.perf_counter() - start}, key, cache_hit=False)
+        result.attempts = 1
+        result.call = call
         self.log_call(result)
         return result
 

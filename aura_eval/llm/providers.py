@@ -57,7 +57,15 @@ def default_key_variable(model: str) -> str | None:
 
 # -- in-process responders ------------------------------------------------------------------------
 
-Respond = Callable[[object], str]  # a Request -> the answer's text
+# A Request -> the answer: its text, or a response record's answer fields (`content`, `finish_reason`,
+# `reasoning`, `refusal`: a cut, a refusal field, reasoning returned apart); raising ResponderFailure
+# is a call that got no answer.
+Respond = Callable[[object], "str | dict"]
+
+
+class ResponderFailure(RuntimeError):
+    """A responder's call that got no answer (the simulator's failed calls): the client records it
+    as status `failed` with this message as its error, counted against llm.max_failed_share."""
 
 
 class NoResponderError(RuntimeError):
