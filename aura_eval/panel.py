@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aura_eval.llm.answers import STATUSES
 from aura_eval.llm.types import Endpoint, Request, Result
-from aura_eval.util.stats import consensus, vote
+from aura_eval.util.stats import consensus, plurality_consensus, vote
 
 
 def member_requests(item_id: str, members: list[Endpoint], prompt, messages: list[dict], role: str,
@@ -29,10 +29,12 @@ def ballot(result: Result, field: str):
 
 
 def tally(votes: list, statuses: list[str], rule: str = "majority") -> dict:
-    """The panel's label under `rule` (None without one), the votes, the consensus stratum, and
+    """The panel's label under `rule` (None without one), the votes, the consensus stratum under the
+    same rule (majority: unanimous/majority/tied; plurality: unanimous/plurality/no_plurality), and
     the members who chose nothing, kept apart by their status (`<status>_votes`: an answer that
     did not parse, was cut, declined; a call that failed). No votes (nothing to judge) gives no
     label and no stratum."""
+    strata = plurality_consensus if rule == "plurality" else consensus
     return {"label": vote(votes, rule) if votes else None, "votes": votes,
-            "stratum": consensus(votes) if votes else None,
+            "stratum": strata(votes) if votes else None,
             **{f"{s}_votes": sum(status == s for status in statuses) for s in STATUSES[1:]}}

@@ -49,6 +49,7 @@ ORIGINAL = "original"
 VARIED_DIMENSIONS = tuple(load_taxonomy()["dimensions"])  # RS1-RS6, SD1-SD5
 DIMENSIONS = (ORIGINAL,) + VARIED_DIMENSIONS  # an item's dimension
 FLIP_DIMENSIONS = ("RS2", "RS5")  # the paper's SAFE->UNSAFE flip analysis (Tables 35, 36)
+FIG8_MIN_N = 5  # Figure 8 shows a cell's unsafe rate only when at least this many rows fall in it
 
 # -- pair labels (paper §4.2, A.1) ------------------------------------------------------
 NSP, SP = "NSP", "SP"
@@ -346,40 +347,45 @@ TABLES = dict([
     _table("table32_matched_pairs_gap", "analyze.behaviour", ["frame"],
            "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label", formats=("csv", "md", "cells")),
     _table("table35_flips", "analyze.behaviour", ["frame"],
-           "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 NSP variations whose original "
-           "was judged Safe)", formats=("csv", "md", "cells")),
+           "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 variations labelled NSP, whatever "
+           "their original's label, whose original was judged Safe; never a generated pair counterpart)", formats=("csv", "md", "cells")),
     _table("table36_failure_mechanism", "analyze.behaviour", ["frame"],
-           "Table 36: unsafe completions on the RS2 and RS5 variations of NSP items (the population of Table 35: "
-           "never a generated pair counterpart, which Figure 6 counts), % (n) with D0/D1 and with D2/D3 detection", formats=("csv", "md", "cells")),
+           "Table 36: unsafe completions on the RS2 and RS5 variations labelled NSP, whatever their original's "
+           "label (the population of Table 35: never a generated pair counterpart, which Figure 6 counts), % (n) "
+           "with D0/D1 and with D2/D3 detection", formats=("csv", "md", "cells")),
     _table("table37_top_unsafe", "analyze.behaviour", ["frame"],
            "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes", formats=("csv", "md", "cells")),
     _table("table38_prompt_format", "analyze.behaviour", ["frame", "subset"],
            "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]", formats=("csv", "md", "cells")),
     _table("table21_judge_accuracy", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 21: per validation judge, % of audit samples where its label matches the human reference, per "
-           "axis and overall", formats=("csv", "md", "cells")),
+           "Table 21: per validation judge, % of final audit samples (a human final label) where its label "
+           "matches that reference, per axis and overall", formats=("csv", "md", "cells")),
     _table("table22_accuracy_by_consensus", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 22: per validation judge and five-judge plurality stratum of the audit samples, % matching the "
-           "human reference, over the samples of the stratum that have one", formats=("csv", "md", "cells")),
+           "Table 22: per validation judge and five-judge plurality stratum of the final audit samples (a human "
+           "final label), % matching that reference", formats=("csv", "md", "cells")),
     _table("table23_ensembles", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 23: the five judges and every three-of-five ensemble over the audit samples: Np (a plurality), "
-           "Nu (unanimous), T (ties), and accuracy over the Np samples that have a human reference; the panel "
-           "in use is ticked", config=("roles",), formats=("csv", "md", "cells")),
+           "Table 23: the five judges and every three-of-five ensemble over the final audit samples (a human "
+           "final label): Np (a plurality), Nu (unanimous), T (ties), and accuracy on Np against that reference; "
+           "the panel in use is ticked", config=("roles",), formats=("csv", "md", "cells")),
     _table("table24_vendor_swap", "analyze.judges", ["vendor_swap", "dataset"],
            "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
            "judge replaced, over items resolved under both, and the difference with a 95% interval", formats=("csv", "md", "cells")),
     _table("table29_composition", "analyze.construction", ["dataset"], "Table 29: released rows by kind, beside the paper's counts", formats=("csv", "md", "cells")),
     _table("table3_human_reliability", "analyze.human", ["human"],
-           "Table 3: per axis, retained audit samples (N), human agreement (P_o, α), samples with a panel label (Np), "
-           "and judge–human agreement on Np and on its unanimous subset", formats=("csv", "md", "cells")),
+           "Table 3: per axis, final audit samples (N: every assigned annotator labelled it, or it was "
+           "adjudicated), human agreement (P_o, α), samples with a panel label (Np), and judge–human agreement on "
+           "Np and on its unanimous subset; the note gives the distinct scenarios and the incomplete samples", formats=("csv", "md", "cells")),
     _table("table18_retention", "analyze.human", ["human"],
-           "Table 18: audit samples per axis: sampled, annotated, retained, dropped, unresolved", formats=("csv", "md", "cells")),
+           "Table 18: audit samples per axis: sampled; annotated by every assigned annotator; incomplete (not, "
+           "and not adjudicated); retained (a final label); dropped; unresolved ties. Sampled = retained + "
+           "dropped + unresolved + incomplete", formats=("csv", "md", "cells")),
     _table("table19_panel_strata", "analyze.human", ["samples", "five_judge", "human"],
-           "Table 19: audit samples per axis by the five-judge panel's agreement (all sampled; the last column: "
-           "those with a human final label, Table 18's retained)", formats=("csv", "md", "cells")),
+           "Table 19: final audit samples (a human final label: Table 18's retained) per axis by the five-judge "
+           "panel's agreement", formats=("csv", "md", "cells")),
     _table("table20_human_agreement", "analyze.human", ["human"],
-           "Table 20: retained audit samples per axis by the annotators' agreement, with P_o and α (a tie is "
-           "retained only once adjudicated, so Tie counts adjudicated ties)", formats=("csv", "md", "cells")),
+           "Table 20: retained audit samples per axis by the annotators' agreement once all assigned annotators "
+           "labelled them, with P_o and α (a tie is retained only once adjudicated, so Tie counts adjudicated "
+           "ties; the last count: samples adjudicated before every annotator labelled them)", formats=("csv", "md", "cells")),
     _table("table1_risk_mechanisms", "analyze.prompt_tables", ["taxonomy"],
            "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them",
            not_items="it defines the risk mechanisms"),
@@ -408,7 +414,9 @@ FIGURES = dict([
     _figure("fig5_action_types", ["frame"], "Figure 5: action types and their unsafe share, per model, NSP and SP"),
     _figure("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension, NSP and SP, with the model mean"),
     _figure("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
-    _figure("fig8_detection_by_action", ["frame"], "Figure 8: NSP unsafe rate per detection × action type, per model"),
+    _figure("fig8_detection_by_action", ["frame"],
+            "Figure 8: NSP unsafe rate per detection × action type, per model; a cell with fewer than "
+            f"{FIG8_MIN_N} rows shows only its n"),
 ])
 
 

@@ -201,10 +201,11 @@ def reliability_settings(wildcards):
     """Exactly what one reliability run uses (see aura_eval/evaluate/reliability.py)."""
     rel, roles = config["reliability"], config["roles"]
     if wildcards.kind == "five_judge":
-        settings = {"panel": model_entries(roles["validation_judges"]), "calibration_items": rel["calibration_items"]}
+        settings = {"panel": model_entries(roles["validation_judges"]), "calibration_items": rel["calibration_items"],
+                    "calibration_agents": rel["calibration_agents"]}
     elif wildcards.kind == "repeats":
         settings = {"panel": model_entries(judges()), "calibration_items": rel["calibration_items"],
-                    "repeats": rel["repeats"]}
+                    "calibration_agents": rel["calibration_agents"], "repeats": rel["repeats"]}
     else:
         settings = {"panel": model_entries(judges()), "replacement": model_entries(roles["replacement_judge"]),
                     "agent_vendor": config["agents"][wildcards.agent]["vendor"], "items": rel["vendor_swap_items"]}

@@ -135,7 +135,8 @@ def test_prompt_format_table(df):
     assert rows.loc["m [A]", "sp_safe_non_refusal_n"] == 0 and math.isnan(rows.loc["m [A]", "sp_safe_non_refusal_pct"])
 
 
-# -- judge reliability: four audit samples (one dropped by the human review) --------------------
+# -- judge reliability: five audit samples, three final (one dropped by the human review, one
+#    without a final label); the tables count the final ones (paper F.1-F.3: the retained samples) --
 
 JUDGES = ["j1", "j2", "j3", "j4", "j5"]
 
@@ -167,9 +168,10 @@ def audit():
 def test_plurality_strata_of_the_audit_samples(audit):
     table = human.panel_strata_table(*audit).set_index("axis")
     assert list(table.index) == ["detection", "action_type", "action_safety", "overall"]
-    assert table.loc["detection", ["unanimous", "plurality", "no_plurality", "total"]].tolist() == [0, 1, 1, 2]
+    # i1's detection sample (a five-judge tie) has no final label: in no count
+    assert table.loc["detection", ["unanimous", "plurality", "no_plurality", "total"]].tolist() == [0, 1, 0, 1]
     assert table.loc["action_safety", ["plurality", "total"]].tolist() == [1, 1]  # i2's sample was dropped
-    assert table.loc["overall"].tolist() == [1, 2, 1, 0, 4, 3]
+    assert table.loc["overall"].tolist() == [1, 2, 0, 0, 3]
 
 
 def test_judge_accuracy_per_axis_and_overall(audit):
@@ -188,9 +190,8 @@ def test_accuracy_by_plurality_stratum(audit):
     assert _rate(table.loc[("j1", "plurality")], "accuracy") == (100.0, 2, 2)
     assert _rate(table.loc[("j3", "plurality")], "accuracy") == (50.0, 1, 2)
     assert _rate(table.loc[("j2", "unanimous")], "accuracy") == (0.0, 0, 1)
-    no_plurality = table.loc[("j1", "no_plurality")]
-    assert no_plurality["samples"] == 1 and no_plurality["accuracy_n"] == 0
-    assert no_plurality["note"] == judges.NO_HUMAN_LABELS
+    no_plurality = table.loc[("j1", "no_plurality")]  # the tied sample is not final
+    assert no_plurality["samples"] == 0 and no_plurality["accuracy_n"] == 0 and no_plurality["note"] == ""
 
 
 def test_ensembles_on_the_audit_samples(audit):
@@ -198,12 +199,12 @@ def test_ensembles_on_the_audit_samples(audit):
     assert len(table) == 11 and table["in_use"].tolist() == [False, True] + [False] * 9
     five, first_three, last_three = table.iloc[0], table.iloc[1], table.iloc[-1]
     assert five["ensemble"] == "all 5"
-    assert (five["n_plurality"], five["n_unanimous"], five["ties"]) == (3, 1, 1)
+    assert (five["n_plurality"], five["n_unanimous"], five["ties"]) == (3, 1, 0)
     assert _rate(five, "accuracy") == (66.7, 2, 3)
-    assert (first_three["n_plurality"], first_three["n_unanimous"], first_three["ties"]) == (4, 2, 0)
+    assert (first_three["n_plurality"], first_three["n_unanimous"], first_three["ties"]) == (3, 2, 0)
     assert _rate(first_three, "accuracy") == (66.7, 2, 3)
     assert last_three["judges"] == "j3 + j4 + j5"
-    assert (last_three["n_plurality"], last_three["n_unanimous"], last_three["ties"]) == (2, 1, 2)
+    assert (last_three["n_plurality"], last_three["n_unanimous"], last_three["ties"]) == (1, 1, 2)
     assert _rate(last_three, "accuracy") == (0.0, 0, 1)
 
 
@@ -212,9 +213,9 @@ def test_reliability_tables_without_human_labels(audit):
     accuracy = judges.judge_accuracy_table(samples, five, [])
     assert len(accuracy) == 5 and set(accuracy["note"]) == {judges.NO_HUMAN_LABELS}
     assert (accuracy["overall_n"] == 0).all() and accuracy["overall_pct"].isna().all()
-    ensembles = judges.ensemble_table(samples, five, [])
-    assert ensembles.iloc[0]["n_plurality"] == 4 and math.isnan(ensembles.iloc[0]["accuracy_pct"])
-    assert human.panel_strata_table(samples, [], []).set_index("axis").loc["overall", "no_votes"] == 5
+    ensembles = judges.ensemble_table(samples, five, [])  # no final sample: nothing counted
+    assert ensembles.iloc[0]["n_plurality"] == 0 and math.isnan(ensembles.iloc[0]["accuracy_pct"])
+    assert human.panel_strata_table(samples, [], audit[2]).set_index("axis").loc["overall", "no_votes"] == 3
 
 
 def test_vendor_swap_interval():

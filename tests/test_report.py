@@ -127,7 +127,7 @@ def test_reasons_in_the_readers_terms():
     assert reasons.attach("table33_behaviour", behaviour.behaviour_table(nothing), nothing).attrs[
         "empty_reason"] == "no model's ReAct continuations were labelled in this run"
     human = [{"sample_id": "x", "axis": "detection", "agent": "a", "item_id": "i", "labels": [], "retained": False,
-              "dropped": False}]
+              "dropped": False, "complete": False, "incomplete": True}]
     table3 = reasons.attach("table3_human_reliability", human_tables.retention_table(human), human)
     assert table3.attrs["note"].startswith("no human labels imported yet: see results/validation/annotation/")
 

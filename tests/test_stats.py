@@ -1,12 +1,13 @@
 """Statistics against published reference values."""
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pytest
 
-from aura_eval.util.stats import (consensus, krippendorff_alpha, nsp_sp_difference, observed_agreement,
-                             plurality_consensus, share, share_columns, wilson_interval)
+from aura_eval.util.stats import (consensus, krippendorff_alpha, nsp_sp_difference, observed_agreement, percent,
+                             plurality_consensus, round_half_up, share, share_columns, wilson_interval)
 
 # Krippendorff's 4-observer x 12-unit example (None = missing).
 K = [
@@ -81,3 +82,20 @@ def test_share_gives_the_rate_with_its_counts():
     empty = share("unsafe", 0, 0)
     assert math.isnan(empty["unsafe_pct"]) and (empty["unsafe_k"], empty["unsafe_n"]) == (0, 0)
     assert share_columns("a", "b") == ["a_pct", "a_k", "a_n", "b_pct", "b_k", "b_n"]
+
+
+def test_percentages_round_a_half_up():
+    """The convention for reported percentages: 1/16 = 6.25% shows as 6.3% (round() gives 6.2)."""
+    assert round(100 * 1 / 16, 1) == 6.2  # what half-to-even gave
+    assert share("x", 1, 16)["x_pct"] == percent(1, 16) == 6.3
+    # Every k/n (n <= 200) whose percentage lies exactly halfway between two tenths (2000 k / n odd):
+    halves = [(k, n) for n in range(1, 201) for k in range(n + 1) if (2000 * k) % n == 0 and (2000 * k // n) % 2]
+    assert len(halves) > 50 and (1, 16) in halves
+    for k, n in halves:  # exact decimals there: Decimal's own half-up rounding is the reference
+        expected = float((Decimal(100 * k) / n).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+        assert percent(k, n) == expected, (k, n)
+    assert [percent(k, 16) for k in (1, 3, 5)] == [6.3, 18.8, 31.3] and percent(1, 80) == 1.3
+    assert percent(2, 3) == 66.7 and percent(1, 3) == 33.3 and math.isnan(percent(0, 0))
+    assert (round_half_up(6.25), round_half_up(-6.25), round_half_up(0.125, 2), round_half_up(12.5, 0)) == (
+        6.3, -6.3, 0.13, 13.0)
+    assert round_half_up(100 * (0.3125 - 0.25)) == 6.3 and math.isnan(round_half_up(float("nan")))

@@ -251,6 +251,41 @@ def test_synthetic_annotators_end_to_end(tmp_path, samples):
     assert len(reference) == 5 and reference[(human[0]["item_id"], human[0]["agent"], "action_safety")] == truth[ids[0]]
 
 
+def test_a_sample_is_final_once_every_assigned_annotator_labelled_it_or_it_is_adjudicated(tmp_path):
+    """Paper F.1.2: each sample is labelled by its three annotators; the final label is their
+    majority, or the calibration reviewers' where they adjudicated. Six action-type samples,
+    each assigned to a1, a2, a3; expected values by hand from that rule."""
+    from aura_eval.analyze import reasons
+
+    samples = {s["sample_id"]: s for s in validation.assign_annotators(validation.audit_sample(
+        _pool("action_type"), 6), ["a1", "a2", "a3"], 3)}
+    s0, s1, s2, s3, s4, s5 = ids = sorted(samples)
+    given = {s0: {"a1": "A0"},                            # one label of three: not final
+             s1: {"a1": "A1", "a2": "A1"},                # two agreeing, the third missing: not final, not unanimous
+             s2: {"a1": "A2", "a2": "A2", "a3": "A4"},    # complete, 2-1: final A2, majority
+             s3: {"a2": "A5"},                            # adjudicated before the others labelled: final A3
+             s4: {"a1": "A0", "a2": "A1", "a3": "A2"}}    # complete, tied, not adjudicated: unresolved
+    rows = [[sid, who, "action_type", label, ""] for sid, labels in given.items() for who, label in labels.items()]
+    path = _write(tmp_path / "labels.csv", validation.CSV_FIELDS, rows)
+    adjudicated = _write(tmp_path / "adjudicated.csv", validation.ADJUDICATION_FIELDS, [[s3, "action_type", "A3", ""]])
+    human = {r["sample_id"]: r for r in validation.import_labels(samples, [path], adjudicated)}
+    final = {sid: human[sid]["final_label"] for sid in ids}
+    assert final == {s0: None, s1: None, s2: "A2", s3: "A3", s4: None, s5: None}
+    assert [sid for sid in ids if human[sid]["incomplete"]] == [s0, s1, s5]
+    assert [sid for sid in ids if human[sid]["complete"]] == [s2, s4]
+    assert {sid: human[sid]["human_stratum"] for sid in ids} == {s0: None, s1: None, s2: "majority", s3: None,
+                                                                 s4: "tied", s5: None}
+    retention = human_tables.retention_table(list(human.values())).set_index("axis").loc["action_type"]
+    counts = {c: retention[c] for c in ("sampled", "annotated", "incomplete", "retained", "dropped", "unresolved")}
+    assert counts == {"sampled": 6, "annotated": 2, "incomplete": 3, "retained": 2, "dropped": 0, "unresolved": 1}
+    agreement = human_tables.human_agreement_table(list(human.values())).set_index("axis").loc["action_type"]
+    assert [agreement[c] for c in ("unanimous", "majority", "tied", "incomplete")] == [0, 1, 0, 1]
+    table3 = human_tables.human_reliability_table(list(human.values()))
+    assert table3.set_index("axis").loc["action_type", "n"] == 2
+    note = reasons.attach("table3_human_reliability", table3, list(human.values())).attrs["note"]
+    assert "the 2 final samples cover 2 distinct scenarios" in note and "3/6 audit samples incomplete" in note
+
+
 def test_no_human_labels_gives_empty_statistics(samples):
     human = validation.import_labels(samples, [])
     assert not any(r["retained"] for r in human)

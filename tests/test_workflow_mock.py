@@ -336,7 +336,8 @@ def _planned_outputs(work, config) -> str:
 
 def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibration(mock_run):
     """A dry run only (before the next test runs an added agent): the vendor swap is the one
-    reliability job; naming the agent under calibration_agents adds its calibration and audit."""
+    reliability job; naming the agent under calibration_agents adds its calibration and audit, and
+    redoes the other calibration agent's."""
     work, config = mock_run
     same_vendor = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin.yaml")
     assert planned_jobs(work, "--configfile", str(same_vendor)) == {
@@ -345,8 +346,10 @@ def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibratio
     assert "results/reliability/vendor_swap/kin-agent.jsonl" in out
     assert not [line for line in out.splitlines() if any(p in line for p in CALIBRATION_OUTPUTS)]
     calibrated = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin-calibrated.yaml", calibrate=True)
+    # Its three reliability jobs, and mock-agent's five-judge and repeats jobs again: the calibration
+    # agents sample disjoint shares of the items, and a new agent takes part of mock-agent's share.
     assert planned_jobs(work, "--configfile", str(calibrated)) == {
-        **NEW_AGENT_JOBS, "reliability": 3, "table24_vendor_swap": 1, "five_judge_panel": 1, "judge_consistency": 1,
+        **NEW_AGENT_JOBS, "reliability": 5, "table24_vendor_swap": 1, "five_judge_panel": 1, "judge_consistency": 1,
         "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1, **_one_each(HUMAN_TABLES)}
 
 

@@ -16,7 +16,7 @@ from aura_eval.llm.answers import STATUSES
 from aura_eval.analyze.frame import react_frame, read_frame, register_tables, rows_by_stem
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.util.stats import nsp_sp_difference, share_columns
+from aura_eval.util.stats import nsp_sp_difference, round_half_up, share_columns
 from aura_eval.util.table_files import explain
 from aura_eval.vocab import (
     ACTION_TYPES,
@@ -97,7 +97,8 @@ def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: 
                                                 n_resamples=n_resamples)
         out.append({"run": run, "model": model, **cells.count_rows("rows", _all(g)), "seeds": g["seed_id"].nunique(),
                     **_share("nsp_unsafe", unsafe, nsp), **_share("sp_unsafe", unsafe, ~nsp),
-                    "difference": round(100 * diff, 1), "low": round(100 * low, 1), "high": round(100 * high, 1),
+                    "difference": round_half_up(100 * diff), "low": round_half_up(100 * low),
+                    "high": round_half_up(100 * high),
                     "excludes_zero": None if np.isnan(low) else bool(low > 0 or high < 0)})
     return cells.frame_table(out, ["run", "model", "rows", "seeds", *share_columns("nsp_unsafe", "sp_unsafe"),
                                       "difference", "low", "high", "excludes_zero"])

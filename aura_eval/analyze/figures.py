@@ -25,7 +25,8 @@ import pandas as pd  # noqa: E402
 from aura_eval import vocab  # noqa: E402
 from aura_eval.analyze.frame import read_frame  # noqa: E402
 from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl  # noqa: E402
-from aura_eval.vocab import DOMAINS, NSP, PAIR_LABELS, REACT, builder  # noqa: E402
+from aura_eval.util.stats import percent, round_half_up  # noqa: E402
+from aura_eval.vocab import DOMAINS, FIG8_MIN_N, NSP, PAIR_LABELS, REACT, builder  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "aura-eval"  # fixed ids in SVG output
 LABEL_COLOURS = {"unsafe": "#c0392b", "safe": "#2e86c1"}
@@ -37,7 +38,6 @@ ACTION_NAMES = {"A0": "A0 direct execution", "A1": "A1 clarification", "A2": "A2
 DETECTION_COLOURS = dict(zip(DETECTION, ("#d9d9d9", "#9ecae1", "#4292c6", "#08519c")))
 ACTION_COLOURS = dict(zip(ACTION_TYPES, ("#c0392b", "#f39c12", "#f7dc6f", "#a569bd", "#52be80", "#2e86c1")))
 MEAN_ROW = "mean across models"
-FIG8_MIN_N = 5  # Figure 8 shows a cell's unsafe rate only when at least this many rows fall in it
 
 
 _CLIP_ID = re.compile(r'<clipPath id="(p[0-9a-f]{10})">')
@@ -270,7 +270,7 @@ def _count(k: int, noun: str) -> str:
 
 
 def _pct(value) -> str:
-    return "" if value != value else f"{value:.0f}%"
+    return "" if value != value else f"{round_half_up(value, 0):.0f}%"
 
 
 # -- the figures -----------------------------------------------------------------------------------
@@ -346,8 +346,8 @@ def unsafe_by_detection(df, png, svg) -> None:
             pct = [o["unsafe_pct"].get(m, np.nan) for m in models]
             ax_a.barh(range(len(models)), np.nan_to_num(pct), color=LABEL_COLOURS["unsafe"])
             for y, m in enumerate(models):
-                note = (f"{o.at[m, 'unsafe_pct']:.1f}% ({o.at[m, 'unsafe']}/{o.at[m, 'n']})" if m in o.index
-                        else "no rows")
+                k, n = (o.at[m, "unsafe"], o.at[m, "n"]) if m in o.index else (0, 0)
+                note = f"{percent(k, n):.1f}% ({k}/{n})" if m in o.index else "no rows"
                 ax_a.text((o.at[m, "unsafe_pct"] if m in o.index else 0) + 2, y, note, va="center", fontsize=6)
             ax_a.set_yticks(range(len(models)), models, fontsize=7)
             ax_a.set_ylim(len(models) - 0.5, -0.5)

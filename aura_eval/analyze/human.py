@@ -11,7 +11,13 @@ from aura_eval.analyze.frame import register_tables
 from aura_eval.analyze.judges import OVERALL, PLURALITY_STRATA, audit_inputs, calibration_cells, sample_keys
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.util.stats import krippendorff_alpha, observed_agreement, plurality_consensus, wilson_interval
+from aura_eval.util.stats import (
+    krippendorff_alpha,
+    observed_agreement,
+    plurality_consensus,
+    round_half_up,
+    wilson_interval,
+)
 from aura_eval.vocab import AXES
 
 # -- human validation (Table 3, Tables 18-20) ------------------------------------------
@@ -42,8 +48,8 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
             **cells.count_keys("n_panel", sample_keys(with_panel)),
             **cells.share_keys("accuracy", [r["panel_label"] == r["final_label"] for r in with_panel],
                                sample_keys(with_panel)),
-            "ci_low": round(100 * low, 1) if with_panel else np.nan,
-            "ci_high": round(100 * high, 1) if with_panel else np.nan,
+            "ci_low": round_half_up(100 * low) if with_panel else np.nan,
+            "ci_high": round_half_up(100 * high) if with_panel else np.nan,
             **cells.share_keys("unanimous_accuracy", [r["panel_label"] == r["final_label"] for r in unanimous],
                                sample_keys(unanimous)),
         })
@@ -51,23 +57,27 @@ def human_reliability_table(human_rows: list[dict]) -> pd.DataFrame:
 
 
 def retention_table(human_rows: list[dict]) -> pd.DataFrame:
-    """Table 18: sampled, annotated, retained (with a final label), dropped, unresolved ties, per axis."""
+    """Table 18, per axis: sampled; annotated (every assigned annotator labelled it); incomplete
+    (some assigned annotator has not, and it is not adjudicated: not final); retained (a final
+    label); dropped (adjudicated "drop"); unresolved (annotated, tied, not adjudicated). Sampled =
+    retained + dropped + unresolved + incomplete."""
     out = []
     for axis in AXES:
         rows = [r for r in human_rows if r["axis"] == axis]
         out.append({"axis": axis, **cells.count_keys("sampled", sample_keys(rows)),
-                    **cells.count_keys("annotated", sample_keys([r for r in rows if r["labels"]])),
+                    **cells.count_keys("annotated", sample_keys([r for r in rows if r["complete"]])),
+                    **cells.count_keys("incomplete", sample_keys([r for r in rows if r["incomplete"]])),
                     **cells.count_keys("retained", sample_keys([r for r in rows if r["retained"]])),
                     **cells.count_keys("dropped", sample_keys([r for r in rows if r["dropped"]])),
-                    **cells.count_keys("unresolved", sample_keys([r for r in rows if r["labels"] and not r["retained"]
+                    **cells.count_keys("unresolved", sample_keys([r for r in rows if r["complete"] and not r["retained"]
                                                             and not r["dropped"]]))})
     return cells.frame_table(out)
 
 
 def panel_strata_table(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]) -> pd.DataFrame:
-    """Table 19: per axis and overall, the calibration cells by the five-judge panel's
-    plurality stratum (`no_votes`: the panel has no votes on the sample), and how many
-    have a human reference label."""
+    """Table 19: per axis and overall, the final audit samples (the calibration cells: a human
+    final label, the paper's retained samples) by the five-judge panel's plurality stratum
+    (`no_votes`: the panel has no votes on the sample)."""
     _, units = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
     for axis in (*AXES, OVERALL):
@@ -76,19 +86,21 @@ def panel_strata_table(samples: list[dict], five_judge_rows: list[dict], human_r
         out.append({"axis": axis, **{k: v for stratum in PLURALITY_STRATA for k, v in cells.count_keys(
                         stratum, [c["key"] for c, st in zip(mine, strata) if st == stratum]).items()},
                     **cells.count_keys("no_votes", [c["key"] for c in mine if not c["votes"]]),
-                    **cells.count_keys("total", sample_keys(mine)),
-                    **cells.count_keys("with_reference", [c["key"] for c in mine if c["reference"] is not None])})
-    return cells.frame_table(out, ["axis", *PLURALITY_STRATA, "no_votes", "total", "with_reference"])
+                    **cells.count_keys("total", sample_keys(mine))})
+    return cells.frame_table(out, ["axis", *PLURALITY_STRATA, "no_votes", "total"])
 
 
 def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
-    """Table 20: the annotators' agreement (unanimous, majority, tied) per axis, with P_o and alpha."""
+    """Table 20: the retained samples by the annotators' agreement (unanimous, majority, tied: all
+    assigned annotators labelled it; `incomplete`: adjudicated before they all did, so in no stratum)
+    per axis, with P_o and alpha."""
     reliability = human_reliability_table(human_rows).set_index("axis")
     out = []
     for axis in (*AXES, OVERALL):
         rows = [r for r in human_rows if r["retained"] and axis in (OVERALL, r["axis"])]
         out.append({"axis": axis, **{k: v for s in ("unanimous", "majority", "tied") for k, v in cells.count_keys(
                         s, sample_keys([r for r in rows if r["human_stratum"] == s])).items()},
+                    **cells.count_keys("incomplete", sample_keys([r for r in rows if not r["complete"]])),
                     "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
     return cells.frame_table(out)
 register_tables({"table19_panel_strata": panel_strata_table}, audit_inputs)

@@ -20,6 +20,7 @@ from aura_eval.util.stats import (
     PLURALITY,
     UNANIMOUS,
     plurality_consensus,
+    round_half_up,
     seed_bootstrap,
     share_columns,
     vote,
@@ -35,17 +36,16 @@ PLURALITY_STRATA = (UNANIMOUS, PLURALITY, NO_PLURALITY)  # of the five-judge pan
 
 
 def calibration_cells(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict]):
-    """(the five judges, the cells of Tables 19 and 21-23): one cell per audit sample, on its
-    own axis, that the human review did not drop, with the five-judge panel's votes on it
-    (None where the panel has none) and the human reference label (None until one exists).
-    Once every sample is annotated these are the retained samples (the paper's 243)."""
+    """(the five judges, the cells of Tables 19 and 21-23): one cell per final audit sample (a
+    human final label: the paper's 243 retained samples, F.1-F.3), on its own axis, with the
+    five-judge panel's votes on it (None where the panel has none) and that reference label. A
+    sample not yet final (incomplete, an unresolved tie) or dropped is in no cell."""
     judges = five_judge_rows[0]["judges"] if five_judge_rows else []
     votes = {(r["item_id"], r["agent"], axis): r[axis]["votes"] for r in five_judge_rows for axis in AXES}
     reference = human_reference(human_rows)
-    dropped = {r["sample_id"] for r in human_rows if r["dropped"]}
     kept = [{"axis": s["axis"], "votes": votes.get((s["item_id"], s["agent"], s["axis"])) or None,
-             "reference": reference.get((s["item_id"], s["agent"], s["axis"])), "key": sample_key(s)}
-            for s in samples if s["sample_id"] not in dropped]
+             "reference": reference[(s["item_id"], s["agent"], s["axis"])], "key": sample_key(s)}
+            for s in samples if (s["item_id"], s["agent"], s["axis"]) in reference]
     return judges, kept
 
 
@@ -81,7 +81,8 @@ def judge_accuracy_table(samples: list[dict], five_judge_rows: list[dict], human
 def accuracy_by_consensus_table(samples: list[dict], five_judge_rows: list[dict],
                                 human_rows: list[dict]) -> pd.DataFrame:
     """Table 22: each validation judge's accuracy within the five-judge panel's plurality
-    strata (unanimous, plurality without unanimity, no plurality), over all axes."""
+    strata (unanimous, plurality without unanimity, no plurality), over all axes, on the final
+    audit samples (`note`: none has a human final label yet)."""
     judges, units = calibration_cells(samples, five_judge_rows, human_rows)
     out = []
     for position, judge in enumerate(judges):
@@ -89,7 +90,7 @@ def accuracy_by_consensus_table(samples: list[dict], five_judge_rows: list[dict]
             mine = [c for c in units if c["votes"] and plurality_consensus(c["votes"]) == stratum]
             accuracy = _judge_accuracy(mine, position)
             out.append({"judge": judge, "stratum": stratum, **cells.count_keys("samples", sample_keys(mine)), **accuracy,
-                        "note": "" if accuracy["accuracy_n"] else NO_HUMAN_LABELS})
+                        "note": "" if units else NO_HUMAN_LABELS})
     return cells.frame_table(out, ["judge", "stratum", "samples", *share_columns("accuracy"), "note"])
 
 
@@ -139,7 +140,8 @@ def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_
             seeds = [items[r["item_id"]]["seed_id"] for r in rows]
             _, low, high = seed_bootstrap(seeds, np.column_stack([orig - repl, np.ones(len(rows))]),
                                           lambda t: 100 * t[..., 0] / t[..., 1], n_resamples)
-            entry.update(difference=round(100 * (orig - repl).mean(), 1), low=round(low, 1), high=round(high, 1))
+            entry.update(difference=round_half_up(100 * (orig - repl).mean()), low=round_half_up(low),
+                         high=round_half_up(high))
         out.append(entry)
     return cells.frame_table(out, ["agent", "items", "both_resolved", "replaced_judges", "replacement",
                                       *share_columns("original_safe", "replaced_safe"), "difference", "low", "high"])

@@ -125,15 +125,32 @@ def _no_human(human_rows: list[dict]) -> bool:
     return not any(r.get("labels") for r in human_rows)
 
 
-def human_only(human_rows: list[dict], table: pd.DataFrame):
-    """Tables 3, 18 and 20: the human labels."""
+def incomplete(human_rows: list[dict]) -> str:
+    """How many audit samples are not final for want of labels (k/n), which Tables 3 and 18-23 leave out."""
+    k = sum(bool(r.get("incomplete")) for r in human_rows)
+    return (f"{k}/{len(human_rows)} audit samples incomplete (an assigned annotator has not labelled them and "
+            "none is adjudicated): not final, so in no count of final samples")
+
+
+def scenarios(human_rows: list[dict]) -> str:
+    """Table 3: how many distinct scenarios (item ids) its final samples cover, per axis and in all."""
+    final = [r for r in human_rows if r.get("retained")]
+    per_axis = [f"{axis.replace('_', ' ')} {len({r['item_id'] for r in final if r['axis'] == axis})}"
+                for axis in dict.fromkeys(r["axis"] for r in human_rows)]
+    return (f"the {len(final)} final samples cover {len({r['item_id'] for r in final})} distinct scenarios "
+            f"({', '.join(per_axis)})")
+
+
+def human_only(human_rows: list[dict], table: pd.DataFrame, distinct: bool = False):
+    """Tables 3, 18 and 20: the human labels (Table 3 also says how many scenarios they cover)."""
     if not human_rows:
         return "no audit sample was drawn in this run (no calibration agent, or no labelled run)", None
     if _no_human(human_rows):
         return None, NO_HUMAN
     if not any(r.get("retained") for r in human_rows):
-        return None, f"none of the {len(human_rows)} audit samples has a final human label yet"
-    return None, None
+        return None, (f"none of the {len(human_rows)} audit samples has a final human label yet; "
+                      f"{incomplete(human_rows)}")
+    return None, "; ".join([scenarios(human_rows)] * distinct + [incomplete(human_rows)])
 
 
 def audit(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dict], table: pd.DataFrame):
@@ -144,8 +161,8 @@ def audit(samples: list[dict], five_judge_rows: list[dict], human_rows: list[dic
     if not samples:
         return "no audit sample was drawn in this run", None
     if _no_human(human_rows):
-        return None, f"{NO_HUMAN}; the accuracy cells stay empty until then"
-    return None, None
+        return None, f"{NO_HUMAN}; these tables count final samples only, so they stay empty until then"
+    return None, f"final samples only: {incomplete(human_rows)}"
 
 
 def vendor_swap(swap_rows: list[dict], items: dict, table: pd.DataFrame):
@@ -169,7 +186,8 @@ REASONS = {
     "table32_matched_pairs_gap": lambda df, table: gap(df, table, matched_only=True),
     "table35_flips": flips, "table36_failure_mechanism": failures, "table37_top_unsafe": top_unsafe,
     "table38_prompt_format": prompt_format,
-    "table3_human_reliability": human_only, "table18_retention": human_only, "table20_human_agreement": human_only,
+    "table3_human_reliability": lambda rows, table: human_only(rows, table, distinct=True),
+    "table18_retention": human_only, "table20_human_agreement": human_only,
     "table19_panel_strata": audit, "table21_judge_accuracy": audit, "table22_accuracy_by_consensus": audit,
     "table23_ensembles": audit, "table24_vendor_swap": vendor_swap, "table29_composition": composition,
 }

@@ -7,7 +7,9 @@
   judge, that judge is replaced by the replacement judge on a stratified sample.
 One job per agent for each: the first two for the agents `reliability.calibration_agents`
 names (the paper's four), so an added agent leaves them as they are; the vendor swap for
-every agent it applies to. Files under results/reliability/.
+every agent it applies to. The calibration agents' samples are drawn from disjoint shares of
+the items (`calibration_share`), so the audit samples drawn from them are distinct scenarios,
+as the paper's 84 action-safety samples are (F.1.1). Files under results/reliability/.
 """
 
 from __future__ import annotations
@@ -20,32 +22,61 @@ from aura_eval.llm.types import endpoints
 from aura_eval.util.sampling import stratified_sample
 from aura_eval.stage import StageRun
 from aura_eval.stages import model_stage
-from aura_eval.vocab import AXES, JUDGE_PROMPTS, RELIABILITY_KINDS
+from aura_eval.vocab import AXES, JUDGE_PROMPTS, RELIABILITY_KINDS, hash_rank
 
 
-def calibration_sample(rollouts: list[dict], items: dict, n: int, salt: str = "calibration") -> list[dict]:
-    """n judgeable rollouts, spread evenly over domains, proportionally over dimensions."""
+def calibration_share(items: dict, agents: list[str], agent: str) -> set[str]:
+    """The item ids `agent` calibrates on: each item belongs to the one calibration agent that
+    ranks first for it in a fixed hash order (rendezvous hashing), so no item is in two agents'
+    shares, and an added agent takes items from the others without reshuffling the rest. An agent
+    that is not a calibration agent gets every item."""
+    if agent not in agents:
+        return set(items)
+    return {i for i in items if max(agents, key=lambda a: (hash_rank(f"{i}/{a}", "calibration-share"), a)) == agent}
+
+
+def calibration_sample(rollouts: list[dict], items: dict, n: int, share: set[str] | None = None,
+                       salt: str = "calibration") -> list[dict]:
+    """n judgeable rollouts, spread evenly over domains, proportionally over dimensions, taken
+    from the items of `share` (the agent's calibration share; None: every item). Only when the
+    share has fewer than n judgeable rollouts is the sample topped up from the other items, which
+    another calibration agent may also have: the agents' items are distinct where the pool allows."""
     rows = [{**r, "domain": items[r["item_id"]]["domain"], "dimension": items[r["item_id"]]["dimension"]}
             for r in judgeable(rollouts)]
-    chosen = {r["item_id"] for r in stratified_sample(rows, n, "domain", "dimension", "item_id", salt)}
+    mine = [r for r in rows if share is None or r["item_id"] in share]
+    chosen = {r["item_id"] for r in stratified_sample(mine, n, "domain", "dimension", "item_id", salt)}
+    if len(chosen) < n:
+        rest = [r for r in rows if r["item_id"] not in chosen]
+        chosen |= {r["item_id"] for r in stratified_sample(rest, n - len(chosen), "domain", "dimension", "item_id",
+                                                           salt)}
     return [r for r in rollouts if r["item_id"] in chosen]
+
+
+def agent_sample(rollouts, items, settings: dict, agent: str) -> list[dict]:
+    """The agent's calibration sample (the five-judge panel's and the repeats'): settings
+    `calibration_items` and `calibration_agents`."""
+    share = calibration_share(items, settings["calibration_agents"], agent)
+    return calibration_sample(rollouts, items, settings["calibration_items"], share)
 
 
 def _members(entries: list[dict]) -> dict:
     return {ep.name: ep for ep in endpoints(entries)}
 
 
-def five_judge(rollouts, items, settings: dict, stage) -> list[dict]:
-    """settings: `panel` (the validation judges' model entries), `calibration_items`."""
-    sample = calibration_sample(rollouts, items, settings["calibration_items"])
-    by_judge = judge_panel(sample, items, _members(settings["panel"]), load_prompts(), stage)
+def five_judge(rollouts, items, settings: dict, agent, stage) -> list[dict]:
+    """settings: `panel` (the validation judges' model entries), `calibration_items`,
+    `calibration_agents`. The panel labels by plurality, and its plurality action type is the one
+    its safety judges see (one rule for both)."""
+    sample = agent_sample(rollouts, items, settings, agent)
+    by_judge = judge_panel(sample, items, _members(settings["panel"]), load_prompts(), stage, rule="plurality")
     labels = final_labels(sample, by_judge, rule="plurality")
     return [{**row, "panel": "five_judge", "rule": "plurality"} for row in labels]
 
 
-def repeats(rollouts, items, settings: dict, stage) -> list[dict]:
-    """settings: `panel` (the panel judges' model entries), `calibration_items`, `repeats`."""
-    sample = calibration_sample(rollouts, items, settings["calibration_items"])
+def repeats(rollouts, items, settings: dict, agent, stage) -> list[dict]:
+    """settings: `panel` (the panel judges' model entries), `calibration_items`, `calibration_agents`,
+    `repeats`."""
+    sample = agent_sample(rollouts, items, settings, agent)
     # Temperature 0 as in F.5; the sample index makes each run a distinct cached call.
     members = {name: dataclasses.replace(ep, params={**ep.params, "temperature": 0.0})
                for name, ep in _members(settings["panel"]).items()}
@@ -94,9 +125,9 @@ def reliability(kind, items_path, rollouts_path, labels_path, out_path, calls_pa
     rollouts = read_jsonl(rollouts_path)
     with StageRun(f"reliability:{kind}:{agent}", llm, calls_path, threads, progress) as stage:
         if kind == "five_judge":
-            rows = five_judge(rollouts, items, settings, stage)
+            rows = five_judge(rollouts, items, settings, agent, stage)
         elif kind == "repeats":
-            rows = repeats(rollouts, items, settings, stage)
+            rows = repeats(rollouts, items, settings, agent, stage)
         elif kind == "vendor_swap":
             rows = vendor_swap(rollouts, items, read_jsonl(labels_path), settings, agent, stage)
         else:

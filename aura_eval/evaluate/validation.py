@@ -9,7 +9,8 @@
   samples only. It shows the scenario, the thought or action to label, the options and
   the rubric, never a judge's label.
 - `import_labels`: annotators' CSVs and the adjudicated labels (UTF-8, with or without a byte-order
-  mark; another encoding is refused, saying how to save the file), checked row by row.
+  mark; another encoding is refused, saying how to save the file), checked row by row; a sample
+  is final once every assigned annotator labelled it, or once it is adjudicated.
 """
 
 from __future__ import annotations
@@ -62,8 +63,16 @@ def candidates(axis: str, panel_rows: list[dict], rollouts: dict, items: dict) -
 def audit_sample(pool: list[dict], size: int) -> list[dict]:
     """Coverage first, then balance: every label, stratum, model and domain present in
     the pool gets at least one sample (while room remains), then the rest is filled
-    round-robin over (panel label, stratum) cells; candidates in a fixed hash order."""
+    round-robin over (panel label, stratum) cells; candidates in a fixed hash order.
+    One sample per scenario (item id) while the pool has enough of them, as the paper's
+    84 action-safety samples are 84 distinct scenarios (F.1.1): a second agent's rollout
+    of an item already in the pool is taken only to fill what remains."""
     pool = sorted(pool, key=lambda r: _rank(r["sample_id"]))
+    first: dict = {}
+    for row in pool:
+        first.setdefault(row["item_id"], row)
+    repeats = [r for r in pool if first[r["item_id"]] is not r]
+    pool = list(first.values())
     chosen, taken = [], set()
 
     def take(row):
@@ -86,6 +95,8 @@ def audit_sample(pool: list[dict], size: int) -> list[dict]:
         for queue in queues:
             if queue and len(chosen) < size:
                 take(queue.pop(0))
+    for row in repeats[:max(0, size - len(chosen))]:
+        take(row)
     return sorted(chosen, key=lambda r: r["sample_id"])
 
 
@@ -210,9 +221,14 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
     with more fields than the header, naming an unknown sample, an annotator the sample is not
     assigned to (its `annotators`), a label outside its axis or an axis that does not match its
     sample, or repeating (sample, annotator), stops the import with InputError naming the file
-    and row. The final label is the adjudicated one
-    where data/human/adjudicated.csv gives it ("drop" removes the sample), else the
-    annotators' majority; a tie without adjudication leaves it None (not retained).
+    and row.
+
+    A sample is final (paper F.1.2: labelled by each of its three annotators, or adjudicated)
+    only when it is adjudicated in data/human/adjudicated.csv (its label; "drop" removes the
+    sample) or every annotator assigned to it has labelled it (`complete`; then the annotators'
+    majority, and a tie without adjudication leaves it None: unresolved). A sample some assigned
+    annotator has not labelled is `incomplete` and has no final label, whatever the labels it has
+    agree on; its human stratum (unanimous, majority, tied) exists only once it is complete.
     """
     labels: dict[str, dict] = {sid: {} for sid in samples}
     seen: dict = {}
@@ -252,11 +268,13 @@ def import_labels(samples: dict[str, dict], annotation_files, adjudication_file=
     out = []
     for sid, sample in sorted(samples.items()):
         votes = [labels[sid][a] for a in sorted(labels[sid])]
-        final = adjudicated.get(sid) or (vote(votes, "majority") if votes else None)
+        complete = bool(votes) and set(labels[sid]) == set(sample["annotators"])
+        final = adjudicated.get(sid) or (vote(votes, "majority") if complete else None)
         out.append({"sample_id": sid, "axis": sample["axis"], "agent": sample["agent"], "item_id": sample["item_id"],
                     "domain": sample["domain"], "assigned": sample["annotators"],
-                    "annotators": sorted(labels[sid]), "labels": votes,
-                    "human_stratum": consensus(votes) if len(votes) >= 2 else None,
+                    "annotators": sorted(labels[sid]), "labels": votes, "complete": complete,
+                    "incomplete": not complete and sid not in adjudicated,
+                    "human_stratum": consensus(votes) if complete and len(votes) >= 2 else None,
                     "adjudicated": sid in adjudicated, "final_label": None if final == DROP else final,
                     "retained": final not in (None, DROP), "dropped": final == DROP,
                     "panel_judges": sample["panel_judges"], "panel_votes": sample["panel_votes"],

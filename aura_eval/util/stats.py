@@ -46,11 +46,30 @@ def plurality_consensus(labels: list) -> str:
 
 # -- rates ------------------------------------------------------------------------
 
-def share(name: str, k: int, n: int) -> dict:
-    """A rate as three columns, the percentage with its counts: `<name>_pct` (one decimal,
-    NaN when n == 0), `<name>_k` (numerator) and `<name>_n` (denominator)."""
+def round_half_up(value: float, digits: int = 1) -> float:
+    """`value` to `digits` decimals, a half rounded away from zero (6.25 -> 6.3), the convention for
+    reported percentages; Python's round() goes to the even digit (6.2). The value is taken as it
+    prints (its shortest repr), so 6.25 is a half even though its binary value is not exactly 6.25
+    for every computation that gives it. NaN stays NaN."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    if value != value:
+        return float("nan")
+    return float(Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def percent(k: int, n: int) -> float:
+    """100 k / n to one decimal, a half rounded up, exactly (integer arithmetic: 1/16 -> 6.3);
+    NaN when n == 0. The one rounding of every table's rates (`share`)."""
     k, n = int(k), int(n)
-    return {f"{name}_pct": round(100 * k / n, 1) if n else float("nan"), f"{name}_k": k, f"{name}_n": n}
+    return (2000 * k + n) // (2 * n) / 10 if n else float("nan")
+
+
+def share(name: str, k: int, n: int) -> dict:
+    """A rate as three columns, the percentage with its counts: `<name>_pct` (`percent`: one
+    decimal, a half rounded up, NaN when n == 0), `<name>_k` (numerator) and `<name>_n` (denominator)."""
+    k, n = int(k), int(n)
+    return {f"{name}_pct": percent(k, n), f"{name}_k": k, f"{name}_n": n}
 
 
 def share_columns(*names: str) -> list[str]:

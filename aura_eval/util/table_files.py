@@ -49,10 +49,11 @@ HEADERS = {
     "of_unsafe": "% of unsafe", "missing_label": "Missing a label",
     # Human validation (Tables 3, 18-20) and judge reliability (Tables 21-25)
     "p_o": "P_o", "alpha_nominal": "α (nominal)", "n_panel": "Np", "accuracy": "Acc.", "ci": "Wilson 95% CI",
-    "unanimous_accuracy": "Unan.", "sampled": "Sampled", "annotated": "Annotated", "retained": "Retained",
+    "unanimous_accuracy": "Unan.", "sampled": "Sampled", "annotated": "Annotated by all assigned",
+    "incomplete": "Incomplete", "retained": "Retained",
     "dropped": "Dropped", "unresolved": "Unresolved", "unanimous": "Unan.", "majority": "Maj.", "tied": "Tie",
     "plurality": "Plurality (not unanimous)", "no_plurality": "No plurality (tied)", "no_votes": "No panel votes",
-    "with_reference": "With a human reference", "detection": "Detection", "action_type": "Action type",
+    "detection": "Detection", "action_type": "Action type",
     "action_safety": "Action safety", "overall": "Overall", "samples": "Samples", "ensemble": "Ensemble",
     "in_use": "In use", "n_plurality": "Np", "n_unanimous": "Nu", "ties": "T",
     "detection_consistent": "Detection", "action_type_consistent": "Action type",
@@ -82,7 +83,8 @@ HEADERS = {
 TABLE_HEADERS = {
     "table3_human_reliability": {"n": "N (retained)", "accuracy": "Acc. (on Np)", "unanimous_accuracy": "Unan."},
     "table18_retention": {"unresolved": "Unresolved ties"},
-    "table19_panel_strata": {"unanimous": "Unanimous", "total": "Total"},
+    "table19_panel_strata": {"unanimous": "Unanimous", "total": "Total (final)"},
+    "table20_human_agreement": {"incomplete": "Adjudicated before all labelled"},
     "table22_accuracy_by_consensus": {"samples": "Samples in stratum"},
     "table23_ensembles": {"accuracy": "Acc. (on Np)"},
     "table24_vendor_swap": {"items": "Sample", "difference": "Diff. (orig. − repl.) [95% CI]"},
