@@ -397,8 +397,6 @@ def test_simulated_annotators_label_only_their_samples(any_run):
     assert bool(left) == bool(settings["llm"]["simulation"].get("noise"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24 item 4: a sample is final only when every assigned annotator "
-                                       "labelled it (validation.import_labels takes the majority of what exists)")
 def test_partial_annotation_is_never_final(noisy_run):
     """Paper F.1: three annotators label each sample; one missing label leaves the sample without a final
     human label unless it is adjudicated (the simulated run adjudicates none)."""
@@ -409,6 +407,7 @@ def test_partial_annotation_is_never_final(noisy_run):
     assert len(partial) >= 2 and set(human) == {s["sample_id"] for s in samples}
     for sid in partial:
         assert human[sid]["final_label"] is None and not human[sid]["retained"], sid
+        assert human[sid]["incomplete"] and not human[sid]["complete"], sid
     # Accurate annotators otherwise: every complete sample is final, with its unanimous label.
     assert all(row["retained"] for sid, row in human.items() if sid not in partial)
 
