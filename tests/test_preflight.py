@@ -2,6 +2,7 @@
 OpenAI-compatible stub (tests/stub_server.py), a closed port and the batch stub: one line per
 model entry in use, OK or the problem with its fix, and exit 1 on any problem."""
 
+import json
 import socket
 from pathlib import Path
 
@@ -116,3 +117,20 @@ def test_the_batch_check_lists_a_batch_with_the_key(provider, monkeypatch):
     error = "ClientError: 400 INVALID_ARGUMENT" if provider == "gemini" else "AuthenticationError: Error code: 401"
     assert problem.startswith(f"batch API refused the key ({error}")
     assert problem.endswith("; fix: a key with batch access, or batch: false") and KEY not in problem
+
+
+def test_the_preflight_sends_what_the_run_sends_deepseek_json_object(monkeypatch):
+    """The preflight builds its request as the run does (client.completion_kwargs): DeepSeek, which refuses
+    a json_schema response format, gets json_object with the schema in the prompt and answers OK."""
+    from tests.emulators import EMULATORS
+
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    monkeypatch.setenv("AURA_PREFLIGHT_DEEPSEEK", "emu-cred-5b1f2c3d4e")
+    with EMULATORS["deepseek"]() as emulator:
+        check = preflight.check_entry("ds", {"model": "deepseek/deepseek-v4-pro", "api_base": emulator.api_base,
+                                             "api_key_env": "AURA_PREFLIGHT_DEEPSEEK", "params": {"temperature": 0.0}},
+                                      schema)
+        sent = emulator.state.requests[-1]["body"]
+    assert check.ok and check.text == "OK (answered, structured output accepted)", check.text
+    assert sent["response_format"] == {"type": "json_object"} and sent["max_tokens"] == preflight.MAX_TOKENS
+    assert sent["messages"][-1]["content"].endswith("JSON schema: " + json.dumps(schema, sort_keys=True))

@@ -236,6 +236,48 @@ def without_prefix_items(schema):
     return out
 
 
+def response_format_of(endpoint, schema: dict | None, name: str) -> dict | None:
+    """The response_format a request of `endpoint` asking for `schema` carries (None without a schema
+    or where the entry sets `structured_output: false`), adapted to what the provider accepts: it enters
+    the cache key (`ModelClient.describe`) as well as the request."""
+    if schema is None or not endpoint.structured_output:
+        return None
+    if endpoint.provider in providers.JSON_OBJECT_PROVIDERS:
+        # Sent as {"type": "json_object"} with the schema in the prompt (schema_in_prompt); kept
+        # here so that the cache key covers the schema the prompt carries.
+        return {"type": "json_object", "schema": schema}
+    if endpoint.provider in providers.NO_PREFIX_ITEMS_PROVIDERS:
+        schema = without_prefix_items(schema)
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def completion_kwargs(endpoint, messages: list[dict], response_format: dict | None, timeout_s: float,
+                      environ=os.environ) -> dict:
+    """The arguments of `litellm.acompletion`/`completion` for one request: the endpoint's model, params,
+    address and key (read from the variable the entry names), the response format as the provider takes
+    it, and no retries of litellm's own (the caller retries). The live calls and the preflight send
+    through here, so both send what the provider accepts."""
+    kwargs = dict(model=endpoint.model, messages=messages, **endpoint.params, timeout=float(timeout_s),
+                  num_retries=0, max_retries=0)
+    if endpoint.api_base:
+        kwargs["api_base"] = endpoint.api_base
+    if endpoint.api_key_env:
+        kwargs["api_key"] = environ.get(endpoint.api_key_env, "")
+    if response_format is not None and response_format["type"] == "json_object":
+        kwargs.update(response_format={"type": "json_object"},
+                      messages=schema_in_prompt(messages, response_format["schema"]))
+    elif response_format is not None:
+        kwargs["response_format"] = response_format
+    return kwargs
+
+
+def probe(endpoint, messages: list[dict], schema: dict | None, timeout_s: float, environ=os.environ):
+    """One request outside the cache, the budget and the retries (the preflight's: its answer is not
+    a research answer and must never be replayed as one); litellm's response, or its exception."""
+    fmt = response_format_of(endpoint, schema, "preflight")
+    return litellm_module().completion(**completion_kwargs(endpoint, messages, fmt, timeout_s, environ))
+
+
 class _Wait(tenacity.wait.wait_base):
     """The provider's Retry-After where it gives one, else exponential backoff with jitter
     (so parallel jobs do not retry in lockstep)."""
@@ -344,7 +386,7 @@ class ModelClient:
         ep = req.endpoint
         described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
                      "params": self.params_of(req),
-                     "response_format": self._response_format(req), "sample": req.sample}
+                     "response_format": response_format_of(ep, req.schema, req.prompt_id), "sample": req.sample}
         if ep.provider in providers.RESPONDER_PROVIDERS:  # the answer depends on the item's facts too
             described["facts"] = req.facts
         return described
@@ -507,16 +549,15 @@ class ModelClient:
         while pending:
             done, pending = await asyncio.wait(pending, timeout=stop.POLL_S, return_when=asyncio.FIRST_EXCEPTION)
             errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
-            other = [e for e in errors if not isinstance(e, (stop.RunStopped, CacheError))]
+            other = [e for e in errors if not isinstance(e, stop.RunStopped)
+                     and not (isinstance(e, CacheError) and self._write_failed is not None)]
             if other:
                 for task in pending:
                     task.cancel()
                 raise other[0]
             if self._stopping is None and not self.replay:
-                why = stop.requested() or ("a cache write failed" if self._write_failed else None)
-                if why is None and errors:
-                    why = str(errors[0])
-                self._stopping = why
+                self._stopping = stop.requested() or ("a cache write failed" if self._write_failed else None) or (
+                    str(errors[0]) if errors else None)
             if self._stopping is not None:
                 break
         if not pending and self._stopping is None:
@@ -570,19 +611,6 @@ class ModelClient:
         result.latency_s = 0.0
         return result
 
-    def _response_format(self, req: Request):
-        if req.schema is None or not req.endpoint.structured_output:
-            return None
-        if req.endpoint.provider in providers.JSON_OBJECT_PROVIDERS:
-            # Sent as {"type": "json_object"} with the schema in the prompt (schema_in_prompt); kept
-            # here so that the cache key covers the schema the prompt carries.
-            return {"type": "json_object", "schema": req.schema}
-        schema = req.schema
-        if req.endpoint.provider in providers.NO_PREFIX_ITEMS_PROVIDERS:
-            schema = without_prefix_items(schema)
-        return {"type": "json_schema",
-                "json_schema": {"name": req.prompt_id, "schema": schema, "strict": False}}
-
     def _hit(self, req: Request, record: dict, key: str, waited_s: float = 0.0) -> Result:
         result = self.result_from(req, record, key, cache_hit=True)
         result.latency_s, result.wait_s = 0.0, waited_s
@@ -609,7 +637,6 @@ class ModelClient:
                 return Result(request=req, status="failed", error=refused, key=key, latency_s=0.0,
                               call={name: None for name in CALL_FIELDS} | {"params": self.params_of(req)})
             if self.pacer:  # before the clock starts: waiting for a turn is not latency
-                litellm_module()  # imported first: its seconds must not fall between a call's turn and its send
                 tokens = estimated_tokens(req.messages, req.endpoint.params)
                 await self.pacer.wait(req.endpoint.model, tokens)
             # The lease is claimed after the rate-limit turn, with the cache checked in the same transaction.
@@ -665,17 +692,7 @@ class ModelClient:
         never on a missing or refused key; waits what Retry-After asks, else backs off
         exponentially with jitter; stops after `llm.max_retries` retries or when the next wait
         would take the request past `llm.max_wait_s` of waiting in all."""
-        kwargs = dict(model=req.endpoint.model, messages=req.messages, **req.endpoint.params,
-                      timeout=float(self.call.timeout_s), num_retries=0, max_retries=0)
-        if req.endpoint.api_base:
-            kwargs["api_base"] = req.endpoint.api_base
-        if req.endpoint.api_key_env:
-            kwargs["api_key"] = os.environ.get(req.endpoint.api_key_env, "")
-        fmt = described["response_format"]
-        if fmt is not None and fmt["type"] == "json_object":
-            kwargs.update(response_format={"type": "json_object"}, messages=schema_in_prompt(req.messages, fmt["schema"]))
-        elif fmt is not None:
-            kwargs["response_format"] = fmt
+        kwargs = completion_kwargs(req.endpoint, req.messages, described["response_format"], self.call.timeout_s)
         wait = _Wait(float(self.call.backoff_s))
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(is_retryable), wait=wait, reraise=True,

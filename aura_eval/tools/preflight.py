@@ -4,8 +4,9 @@ fix it: a key variable that is unset, a key the provider refuses, a model it doe
 provider it cannot reach, a parameter or structured output it refuses, a batch API that refuses
 the key. Exits 1 on any problem.
 
-The request goes through litellm directly, never through the response cache: a preflight answer
-is not a research answer and must not be replayed as one. It carries the entry's parameters
+The request goes through the model module's `client.probe`, built as the run builds it (the
+providers' adaptations included) but never through the response cache: a preflight answer is not a
+research answer and must not be replayed as one. It carries the entry's parameters
 (a parameter the model refuses fails here, not in the run), at most MAX_TOKENS output tokens, and
 the response_format of the entry's roles (a prompt's JSON schema where a stage needs structured
 output). An entry with `batch: true` also lists one batch of its provider's batch API with the
@@ -15,6 +16,7 @@ a request: they run in this process and need no key.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -135,21 +137,12 @@ def check_entry(name: str, spec: dict, schema: dict | None, environ=os.environ) 
     if variable and not secret:
         return Check(name, model, False, f"key variable {variable} is unset; fix: export {variable}=<your key> "
                                          f"(or name the variable that holds it in the entry's api_key_env)")
-    from aura_eval.llm.client import litellm_module
+    from aura_eval.llm import client  # what is sent, as the run sends it (the providers' adaptations too)
 
-    params = {k: v for k, v in endpoint.params.items() if k != "max_tokens"}
-    kwargs = dict(model=model, messages=MESSAGES, **params, max_tokens=MAX_TOKENS, timeout=TIMEOUT_S,
-                  num_retries=0, max_retries=0)
-    if endpoint.api_base:
-        kwargs["api_base"] = endpoint.api_base
-    if variable:
-        kwargs["api_key"] = secret
+    small = dataclasses.replace(endpoint, params={**endpoint.params, "max_tokens": MAX_TOKENS})
     structured = schema is not None and endpoint.structured_output
-    if structured:
-        kwargs["response_format"] = {"type": "json_schema",
-                                     "json_schema": {"name": "preflight", "schema": schema, "strict": False}}
     try:
-        response = litellm_module().completion(**kwargs)
+        response = client.probe(small, MESSAGES, schema, TIMEOUT_S, environ)
     except Exception as err:
         return Check(name, model, False, _classify(err, variable, endpoint.api_base, secret))
     usage = getattr(response, "usage", None)
