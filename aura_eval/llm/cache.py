@@ -443,13 +443,9 @@ class ResponseCache:
         this owner's (taking over one whose owner is gone or silent for LEASE_STALE_S)."""
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            row = self._db.execute(f"SELECT CAST(response AS BLOB), {self._checksum_column} FROM responses"
-                                   f" WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                record, why = verified(row[0], row[1])
-                if why is None:
-                    return "cached", record
-                self.damaged[key] = why
+            record = self.get(key)  # inside this transaction (a damaged row counts as absent)
+            if record is not None:
+                return "cached", record
             lease = self._lease(key)
             if lease is not None and lease["owner"] != owner and self.live(lease):
                 return "held", lease
