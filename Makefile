@@ -9,17 +9,23 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # (seen here: Sapphire Rapids in a sandbox) segfaults on the first completion of the Q4_1 model.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
-.PHONY: venv browser reproduce simulate pack forecast preflight test test-fast lint bench clean
+# The container image (Dockerfile) that profiles/kubernetes names; needs a Docker engine.
+IMAGE ?= aura-eval:latest
+
+.PHONY: venv image browser reproduce simulate pack forecast preflight test test-fast lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip -c constraints.txt
 	$(BIN)/pip install -r requirements.txt -c constraints.txt
 	$(BIN)/pip install --no-deps --no-build-isolation -e . || $(BIN)/pip install --no-deps -e .
 	$(BIN)/python -m aura_eval.tools.check_local_model || { echo "the embedded model crashed: rebuild llama-cpp-python (pip cache remove llama_cpp_python; make venv)"; exit 1; }
 	touch $@
 
 venv: $(VENV)/.installed
+
+image:
+	docker build -t $(IMAGE) .
 
 # Debian's Chromium and its driver, for the annotation-page test (needs root, as in CI).
 browser:
