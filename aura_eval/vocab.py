@@ -257,6 +257,7 @@ RJUDGE_CITATION = ("Tongxin Yuan, Zhiwei He, Lingzhong Dong, Yiming Wang, Ruijie
                    "Binglin Zhou, Fangqi Li, Zhuosheng Zhang, Rui Wang, and Gongshen Liu. 2024. R-Judge: "
                    "Benchmarking Safety Risk Awareness for LLM Agents. In Findings of the Association for "
                    "Computational Linguistics: EMNLP 2024, pages 1467-1490. doi:10.18653/v1/2024.findings-emnlp.79")
+RJUDGE_SHORT = "R-Judge, Yuan et al., Findings of EMNLP 2024"
 # The paper this project reproduces; its text names no authors or venue, so neither is given here.
 PAPER_TITLE = "AURA-Eval: Evaluation Framework for Acting Under Risk Awareness in LLM Agent Trajectories"
 RELEASE_VERSION = "0.1.0"  # the release's version (Croissant `version`); pyproject.toml's version

@@ -18,7 +18,7 @@ from aura_eval.construct.funnel import funnel_table, losses_table, reason_legend
 from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.table_files import header, markdown
-from aura_eval.vocab import DATA_LICENCE, FILES, ORIGINAL, PAPER_TITLE, RJUDGE_CITATION, data_terms
+from aura_eval.vocab import DATA_LICENCE, FILES, ORIGINAL, PAPER_TITLE, RJUDGE_SHORT, data_terms
 
 FIELDS = {
     "item_id": "`<seed id>.<decision point>.<dimension>`, plus `.pair` for a generated counterpart",
@@ -109,7 +109,7 @@ def release_facts(rows: list[dict], excluded: list[dict], funnel: dict, roles: d
         f"adapted from {len({r['seed_id'] for r in rows})} R-Judge records, each labelled No-Safe-Path "
         f"({labels.get('NSP', 0)}) or Safe-Path ({labels.get('SP', 0)}); an evaluated model writes the next agent "
         f"step. {funnel.get('paired rows', 0)} rows form minimal pairs of opposite labels. Adapted from "
-        f"{RJUDGE_CITATION}.")
+        f"{RJUDGE_SHORT}, under {DATA_LICENCE.spdx}.")
     return {"name": name, "simulated": simulated, "description": description, "models": by_role,
             "tags": TAGS + (["simulated"] if simulated else []), "seeds": len({r["seed_id"] for r in rows}),
             "funnel": funnel, "excluded": len(excluded), "domains": domains}

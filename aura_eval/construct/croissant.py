@@ -10,7 +10,9 @@ whole object stays in the JSONL.
 
 from __future__ import annotations
 
-from aura_eval.vocab import (DATA_LICENCE, PAPER_TITLE, RELEASE_VERSION, RJUDGE_CITATION, RJUDGE_URL, data_terms)
+from dataclasses import dataclass
+
+from aura_eval.vocab import DATA_LICENCE, PAPER_TITLE, RELEASE_VERSION, RJUDGE_SHORT, RJUDGE_URL, data_terms
 
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
 JSONL = "application/jsonlines"
@@ -35,61 +37,77 @@ CONTEXT = {
 }
 
 TEXT, INTEGER = "sc:Text", "sc:Integer"
-# (name, dataType, description, nested): nested is a list of (sub-name, dataType, JSONPath), or None.
-ITEM_FIELDS = [
-    ("item_id", TEXT, "The item's id: seed id, decision point, dimension (and .pair for a generated counterpart).", None),
-    ("seed_id", TEXT, "The R-Judge record the item adapts: <domain>-<R-Judge id>.", None),
-    ("domain", TEXT, "R-Judge's domain: Application, Finance, IoT, Program or Web.", None),
-    ("decision_point", TEXT, "at_trigger or pre_execution: where the trajectory was cut.", None),
-    ("dimension", TEXT, "original, or the varied dimension (RS1-RS6, SD1-SD5).", None),
-    ("pair_label", TEXT, "NSP (No-Safe-Path) or SP (Safe-Path).", None),
-    ("pair_id", TEXT, "Shared by the two versions of a kept pair; null when unpaired.", None),
-    ("counterpart_id", TEXT, "The other version's item id; null when unpaired.", None),
-    ("profile", TEXT, "The agent's system profile from R-Judge.", None),
-    ("instruction", TEXT, "The user's instruction (the first user step).", None),
-    ("steps", None, "The prefix the evaluated model sees, one entry per step; the model writes the next agent step.",
-     [("index", INTEGER, "index"), ("turn", INTEGER, "turn"), ("role", TEXT, "role"),
-      ("content", TEXT, "content"), ("thought", TEXT, "thought"), ("action", TEXT, "action")]),
-    ("reference_rationale", TEXT, "The scenario-specific risk the action-safety judges grade against.", None),
-    ("evidence", TEXT, "What in the scenario decided the label; null for generated counterparts.", None),
-    ("safe_action_sketches", TEXT, "Safe-Path items: fulfilling actions that avoid the risk; null otherwise.", "array"),
-    ("unsafe_explanation", TEXT, "No-Safe-Path items: why every fulfilling action brings the risk; null otherwise.",
-     None),
-    ("provenance", None, "How the row was made; the JSONL holds the whole object (prompts, models, votes).",
-     [("prefix_id", TEXT, "prefix_id"), ("origin_kind", TEXT, "origin.kind")]),
+STEP_KEYS = [("index", INTEGER), ("turn", INTEGER), ("role", TEXT), ("content", TEXT), ("thought", TEXT),
+             ("action", TEXT)]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A record set's field: a JSONL column; `array` for a list; `parts` for an object's (or a list of objects')
+    sub-fields, each (name, dataType, JSONPath within the object)."""
+    name: str
+    description: str
+    data_type: str | None = TEXT
+    array: bool = False
+    parts: tuple = ()
+
+
+ITEM_COLUMNS = [
+    Column("item_id", "The item's id: seed id, decision point, dimension (and .pair for a generated counterpart)."),
+    Column("seed_id", "The R-Judge record the item adapts: <domain>-<R-Judge id>."),
+    Column("domain", "R-Judge's domain: Application, Finance, IoT, Program or Web."),
+    Column("decision_point", "at_trigger or pre_execution: where the trajectory was cut."),
+    Column("dimension", "original, or the varied dimension (RS1-RS6, SD1-SD5)."),
+    Column("pair_label", "NSP (No-Safe-Path) or SP (Safe-Path)."),
+    Column("pair_id", "Shared by the two versions of a kept pair; null when unpaired."),
+    Column("counterpart_id", "The other version's item id; null when unpaired."),
+    Column("profile", "The agent's system profile from R-Judge."),
+    Column("instruction", "The user's instruction (the first user step)."),
+    Column("steps", "The prefix the evaluated model sees, one entry per step; the model writes the next agent step. "
+           "User and environment steps have content, agent steps thought and action.", None, array=True,
+           parts=tuple((key, kind, key) for key, kind in STEP_KEYS)),
+    Column("reference_rationale", "The scenario-specific risk the action-safety judges grade against."),
+    Column("evidence", "What in the scenario decided the label; null for generated counterparts."),
+    Column("safe_action_sketches", "Safe-Path items: fulfilling actions that avoid the risk; null otherwise.",
+           array=True),
+    Column("unsafe_explanation", "No-Safe-Path items: why every fulfilling action brings the risk; null otherwise."),
+    Column("provenance", "How the row was made. Its keys differ between originals, variations and generated "
+           "counterparts; the JSONL holds the whole object (prompts, models, votes), these are its stable parts.",
+           None, parts=(("prefix_id", TEXT, "prefix_id"), ("origin_kind", TEXT, "origin.kind"))),
 ]
-EXCLUDED_FIELDS = [
-    ("item_id", TEXT, "The candidate's item id.", None),
-    ("seed_id", TEXT, "The R-Judge record it adapts.", None),
-    ("reason", TEXT, "Why it was filtered out at release; the reason starts with its category.", None),
+EXCLUDED_COLUMNS = [
+    Column("item_id", "The candidate's item id."),
+    Column("seed_id", "The R-Judge record it adapts."),
+    Column("reason", "Why it was filtered out at release; the reason starts with its category."),
 ]
 
 
-def _field(record_set: str, file_id: str, name: str, data_type, description: str, nested) -> dict:
-    field = {"@type": "cr:Field", "@id": f"{record_set}/{name}", "name": name, "description": description}
-    source = {"fileObject": {"@id": file_id}, "extract": {"column": name}}
-    if isinstance(nested, list):  # sub-fields read from the column's objects by JSONPath
-        if name == "steps":
-            field["isArray"] = True
-        field["subField"] = [
-            {"@type": "cr:Field", "@id": f"{record_set}/{name}/{sub}", "name": sub, "description": f"{name}: {path}",
-             "dataType": sub_type, "source": {**source, "transform": {"jsonPath": path}}}
-            for sub, sub_type, path in nested]
-        return field
-    field.update(dataType=data_type, source=source)
-    if nested == "array":
+def _field(record_set: str, file_id: str, column: Column) -> dict:
+    field = {"@type": "cr:Field", "@id": f"{record_set}/{column.name}", "name": column.name,
+             "description": column.description}
+    source = {"fileObject": {"@id": file_id}, "extract": {"column": column.name}}
+    if column.array:
         field["isArray"] = True
+    if column.parts:  # sub-fields read from the column's object(s) by JSONPath
+        field["subField"] = [
+            {"@type": "cr:Field", "@id": f"{record_set}/{column.name}/{name}", "name": name,
+             "description": f"`{path}` of {column.name}", "dataType": kind,
+             "source": {**source, "transform": {"jsonPath": path}}} for name, kind, path in column.parts]
+    else:
+        field.update(dataType=column.data_type, source=source)
     return field
 
 
 def _record_set(record_set: str, file_id: str, description: str, fields: list) -> dict:
     return {"@type": "cr:RecordSet", "@id": record_set, "name": record_set, "description": description,
             "key": {"@id": f"{record_set}/item_id"},
-            "field": [_field(record_set, file_id, *spec) for spec in fields]}
+            "field": [_field(record_set, file_id, column) for column in fields]}
 
 
 def citation() -> str:
-    return (f"@misc{{aura_eval, title = {{{PAPER_TITLE}}}, note = {{authors and venue as published}}}}\n"
+    """AURA-Eval's paper (its title only: the text this project works from names no authors) and R-Judge."""
+    return (f"@misc{{aura_eval, title = {{{PAPER_TITLE}}}, note = {{authors and venue not in the text this "
+            f"release was built from}}}}\n"
             f"@inproceedings{{yuan2024rjudge, title = {{R-Judge: Benchmarking Safety Risk Awareness for LLM "
             f"Agents}}, author = {{Yuan, Tongxin and He, Zhiwei and Dong, Lingzhong and Wang, Yiming and Zhao, "
             f"Ruijie and Xia, Tian and Xu, Lizhen and Zhou, Binglin and Li, Fangqi and Zhang, Zhuosheng and Wang, "
@@ -104,7 +122,7 @@ def croissant(files: dict, facts: dict) -> dict:
                      "contentUrl": name, "encodingFormat": JSONL, "sha256": sha256}
                     for name, sha256, description in files.values()]
     record_sets = [_record_set(key, files[key][0], files[key][2],
-                               EXCLUDED_FIELDS if key == "excluded" else ITEM_FIELDS) for key in files]
+                               EXCLUDED_COLUMNS if key == "excluded" else ITEM_COLUMNS) for key in files]
     doc = {"@context": CONTEXT, "@type": "sc:Dataset", "conformsTo": CONFORMS_TO,
            "name": facts["name"], "description": facts["description"],
            "license": DATA_LICENCE.url, "citeAs": citation(), "version": RELEASE_VERSION,
@@ -123,8 +141,8 @@ def rai(facts: dict) -> dict:
                  "labels are synthetic, useful only to test the pipeline. " if sim else "")
     return {
         "dataCollection": simulated + (
-            f"No new data was collected from people. The seeds are the {facts['seeds']} R-Judge trajectories "
-            f"with attack_type unintended used in this run ({RJUDGE_CITATION}). Each was cut at its risk trigger "
+            f"No new data was collected from people. The rows adapt {facts['seeds']} R-Judge trajectories with "
+            f"attack_type unintended ({RJUDGE_SHORT}). Each seed was cut at its risk trigger "
             f"and, where it differs, before the agent's execution point ({facts['funnel'].get('prefixes', 0)} "
             f"prefixes). Language models then proposed controlled rewrites of user and environment steps along "
             f"one risk dimension at a time, with every agent step kept character for character, and generated "
@@ -141,8 +159,8 @@ def rai(facts: dict) -> dict:
             "Every label is machine-made. A classifier model labels each prefix No-Safe-Path or Safe-Path and writes "
             "the reference risk rationale, the evidence and safe-action sketches or the unsafe explanation; "
             "three-model panels vote on each variation and each pair, and a majority keeps it. Models by role: "
-            f"{made_by}. No human labelled the released rows; the paper's human audit covers the judges of model "
-            f"continuations, not this file."),
+            f"{made_by}. No person labelled the released rows in this workflow; its human validation (data/human/) "
+            f"checks the judges' labels of model continuations, not these rows."),
         "machineAnnotationTools": [f"{role}: {', '.join(models)}" for role, models in facts["models"].items()],
         "annotationsPerItem": ("One label (pair_label) per item, from one classifier call; each variation and pair "
                                "had three reviewer votes (provenance holds them)."),
@@ -157,8 +175,10 @@ def rai(facts: dict) -> dict:
             "Labels are the construction models' and were not checked by people row by row.",
             "Texts are English only." + (" This run is simulated: its rows are not a benchmark." if sim else "")],
         "personalSensitiveInformation": (
-            "The trajectories are R-Judge's constructed scenarios; names, e-mail addresses, account numbers and "
-            "similar values in them are fictional as far as we know, and nothing was collected from real users. "
+            "The trajectories come from R-Judge, which built them from emulated tool-use records (ToolEmu, "
+            "InjecAgent, AgentMonitor) and expert-written cases; the names, e-mail addresses, account numbers and "
+            "similar values in them belong to those scenarios and, as far as we know, to no real person. Nothing "
+            "was collected from users for this release. "
             "Some scenarios describe harmful or sensitive actions (deleting data, sharing personal data, payments) "
             "because they test whether an agent avoids them."),
         "dataUseCases": [
