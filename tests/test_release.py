@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -15,6 +17,7 @@ import yaml
 from aura_eval.construct.card import CONFIGS, size_category
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import DATA_LICENCE, FILES, RJUDGE_LICENCE_STATEMENT
+from aura_eval.workflow_config import CONSTRUCTION_ROLES
 from tests.workflow import scratch_copy, snakemake, suite_config
 
 DATA = {"items": FILES["dataset"], "action_only_subset": FILES["subset"], "excluded": FILES["excluded"]}
@@ -36,6 +39,17 @@ def _front_matter(work) -> dict:
     text = (work / FILES["card"]).read_text()
     assert text.startswith("---\n")
     return yaml.safe_load(text.split("---\n")[1])
+
+
+def _offline_datasets(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    return datasets
 
 
 def test_size_category_of_a_row_count():
@@ -65,13 +79,7 @@ def test_the_card_declares_licence_configs_and_the_simulation(release):
 
 def test_the_folder_loads_with_datasets_offline(release, tmp_path, monkeypatch):
     work, _ = release
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    import datasets
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    datasets = _offline_datasets(tmp_path, monkeypatch)
     folder, cache = str(work / "results/dataset"), str(tmp_path / "cache")
     rows = _rows(work)
     default = datasets.load_dataset(folder, cache_dir=cache)
@@ -135,6 +143,34 @@ def test_croissant_validates_and_its_records_are_the_jsonl(release):
     assert "classifier: aura_sim/classifier" in doc["rai:machineAnnotationTools"]
     assert "R-Judge" in doc["citeAs"] and "CC BY-NC-SA" in doc["rai:dataReleaseMaintenancePlan"]
     assert set(CONFIGS) == {rs["name"] for rs in doc["recordSet"]}
+
+
+def test_a_file_without_rows_is_no_config_and_the_rest_still_loads(release, tmp_path, monkeypatch):
+    """datasets refuses an empty split, so a run with no exclusions declares two configs; Croissant keeps the
+    empty record set (mlcroissant reads it as no records)."""
+    import mlcroissant as mlc
+
+    from aura_eval.construct import card
+
+    work, config = release
+    folder = tmp_path / "dataset"
+    shutil.copytree(work / "results/dataset", folder)
+    (folder / "excluded.jsonl").write_text("")
+    paths = {key: folder / FILES[key].rsplit("/", 1)[1] for key in ("dataset", "subset", "excluded", "card", "croissant")}
+    settings = yaml.safe_load(config.read_text())
+    roles = {role: settings["roles"][role] for role in CONSTRUCTION_ROLES}
+    models = {name: entry["model"] for name, entry in settings["models"].items()}
+    assert card.dataset_card(SimpleNamespace(**paths, funnel=work / FILES["funnel"]), SimpleNamespace(**paths),
+                             roles, models)["excluded"] == 0
+    text = paths["card"].read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert [c["config_name"] for c in meta["configs"]] == [c["config_name"] for c in meta["dataset_info"]] == [
+        "items", "action_only_subset"]
+    assert "`excluded.jsonl` has no rows in this run, so it is no config" in text
+    datasets = _offline_datasets(tmp_path, monkeypatch)
+    loaded = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "cache"))
+    assert loaded["test"].num_rows == len(read_jsonl(paths["dataset"]))
+    assert list(mlc.Dataset(jsonld=str(paths["croissant"])).records(record_set="excluded")) == []
 
 
 def test_a_rerun_writes_the_same_bytes(release):

@@ -78,18 +78,24 @@ def _file_name(key: str) -> str:
     return Path(FILES[key]).name
 
 
+def loadable(sizes: dict) -> list[str]:
+    """The configs the card declares: a file with no rows is none (datasets refuses to load an empty split)."""
+    return [name for name in CONFIGS if sizes[name]]
+
+
 def front_matter(facts: dict, sizes: dict) -> dict:
     """The card's YAML metadata: licence, name, task, tags, size, and each config with its file and features,
-    so that `load_dataset` reads exactly these three files whatever their names."""
+    so that `load_dataset` reads exactly these files whatever their names."""
     return {
         "license": DATA_LICENCE.id, "pretty_name": facts["name"], "language": ["en"],
         "task_categories": TASK_CATEGORIES, "tags": facts["tags"], "size_categories": [size_category(sizes["items"])],
         "configs": [{"config_name": name, **({"default": True} if name == "items" else {}),
-                     "data_files": [{"split": SPLIT, "path": _file_name(key)}]}
-                    for name, (key, _) in CONFIGS.items()],
+                     "data_files": [{"split": SPLIT, "path": _file_name(CONFIGS[name][0])}]}
+                    for name in loadable(sizes)],
         # No `splits` here: datasets reads them only with num_bytes, the size of its own Arrow files.
         "dataset_info": [{"config_name": name,
-                          "features": EXCLUDED_FEATURES if name == "excluded" else ITEM_FEATURES} for name in CONFIGS],
+                          "features": EXCLUDED_FEATURES if name == "excluded" else ITEM_FEATURES}
+                         for name in loadable(sizes)],
     }
 
 
@@ -128,8 +134,8 @@ def dataset_card(inputs, outputs, roles: dict, models: dict) -> dict:
     """dataset_card stage: reads the three release files and funnel.json, writes the card and croissant.json."""
     read = {name: read_jsonl(getattr(inputs, key)) for name, (key, _) in CONFIGS.items()}
     funnel = json.loads(Path(inputs.funnel).read_text(encoding="utf-8"))
-    facts = release_facts(read["items"], read["excluded"], funnel["funnel"], roles, models)
     sizes = {name: len(rows) for name, rows in read.items()}
+    facts = {**release_facts(read["items"], read["excluded"], funnel["funnel"], roles, models), "sizes": sizes}
     meta = yaml.dump(front_matter(facts, sizes), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     body = card_body(read["items"], funnel["funnel"], funnel["by_dimension"], roles, facts)
     atomic_write_text(outputs.card, f"---\n{meta}---\n\n{body}")
@@ -146,8 +152,10 @@ def _release_lines(facts: dict) -> list[str]:
     banner = ([f"**{facts['description'].split('. ')[0]}.**", ""] if facts["simulated"] else [])
     return banner + [
         "## Loading", "",
-        "The folder is a Hugging Face dataset with three configs, each one split (`test`):", "",
-        *[f"- `{name}`{' (the default)' if name == 'items' else ''}: `{_file_name(key)}`, {what}"
+        "The folder is a Hugging Face dataset; each config reads one file into one split (`test`):", "",
+        *[f"- `{name}`{' (the default)' if name == 'items' else ''}: `{_file_name(key)}`, {what} "
+          f"({facts['sizes'][name]} rows)" if facts["sizes"][name] else
+          f"- `{_file_name(key)}` has no rows in this run, so it is no config (datasets cannot load an empty file)"
           for name, (key, what) in CONFIGS.items()], "",
         "```python", "from datasets import load_dataset",
         'items = load_dataset("results/dataset", split="test")  # the default config',
