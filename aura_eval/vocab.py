@@ -236,6 +236,43 @@ def reason_kind(reason: str) -> str:
     return re.sub(r"\[[^\]]*\]|\b\d+(?:\.\.\d+)?\b", "N", reason)
 
 
+# -- the release's terms: one definition for the card, the Croissant file and the pack ---------------
+# Every released row adapts an R-Judge trajectory, so the data carries R-Judge's terms. R-Judge's README
+# (github.com/Lordog/R-Judge, rjudgebench.github.io) names CC BY-NC-SA without a version; we use 4.0.
+@dataclass(frozen=True)
+class Licence:
+    id: str  # the Hugging Face card's `license` value
+    spdx: str
+    name: str
+    url: str
+
+
+CODE_LICENCE = "Apache-2.0"  # the repository's code (LICENSE, pyproject.toml)
+DATA_LICENCE = Licence("cc-by-nc-sa-4.0", "CC-BY-NC-SA-4.0",
+                       "Creative Commons Attribution-NonCommercial-ShareAlike 4.0 International",
+                       "https://creativecommons.org/licenses/by-nc-sa/4.0/")
+RJUDGE_URL = "https://github.com/Lordog/R-Judge"
+RJUDGE_LICENCE_STATEMENT = "distributed under the CC BY-NC-SA (Attribution-NonCommercial-ShareAlike) license"
+RJUDGE_CITATION = ("Tongxin Yuan, Zhiwei He, Lingzhong Dong, Yiming Wang, Ruijie Zhao, Tian Xia, Lizhen Xu, "
+                   "Binglin Zhou, Fangqi Li, Zhuosheng Zhang, Rui Wang, and Gongshen Liu. 2024. R-Judge: "
+                   "Benchmarking Safety Risk Awareness for LLM Agents. In Findings of the Association for "
+                   "Computational Linguistics: EMNLP 2024, pages 1467-1490. doi:10.18653/v1/2024.findings-emnlp.79")
+RJUDGE_SHORT = "R-Judge, Yuan et al., Findings of EMNLP 2024"
+# The paper this project reproduces; its text names no authors or venue, so neither is given here.
+PAPER_TITLE = "AURA-Eval: Evaluation Framework for Acting Under Risk Awareness in LLM Agent Trajectories"
+RELEASE_VERSION = "0.1.0"  # the release's version (Croissant `version`); pyproject.toml's version
+
+
+def data_terms() -> str:
+    """The release's data terms in one paragraph of Markdown (the card, the Croissant file, the pack)."""
+    return (f"The data is released under {DATA_LICENCE.name} ({DATA_LICENCE.spdx}, {DATA_LICENCE.url}). "
+            f"Every row adapts a trajectory of R-Judge ({RJUDGE_CITATION}; {RJUDGE_URL}), whose README says "
+            f"its data is \"{RJUDGE_LICENCE_STATEMENT}\" without naming a version; this release uses 4.0, the "
+            f"current one. Give credit to R-Judge and to AURA-Eval, use the data for non-commercial purposes "
+            f"only, and share what you adapt from it under the same licence. The code that builds it is "
+            f"under {CODE_LICENCE} (the repository's LICENSE).")
+
+
 # -- files that several jobs read ------------------------------------------------------------------
 FILES = {
     "seeds": "results/seeds/seeds.jsonl",
@@ -253,6 +290,7 @@ FILES = {
     "card": "results/dataset/README.md",
     "excluded": "results/dataset/excluded.jsonl",
     "subset": "results/dataset/action_only_subset.jsonl",
+    "croissant": "results/dataset/croissant.json",
     "frame": "results/analysis/labels_long.csv",
     "human": "results/validation/human_labels.jsonl",
 }

@@ -357,7 +357,9 @@ def report_inputs():
 
 
 def get_final_output():
-    return ["results/report/report.html", "results/audit/index.html"] + rules.annotation_pages.output
+    # The release's card and Croissant file: nothing else reads them.
+    release_description = [FILES["card"], FILES["croissant"]]
+    return ["results/report/report.html", "results/audit/index.html"] + rules.annotation_pages.output + release_description
 
 
 # The config file(s) of the run that renders the report, for its "What was run" section. Passed in

@@ -150,13 +150,11 @@ rule release:
     output:
         dataset=FILES["dataset"],
         excluded=FILES["excluded"],
-        card=FILES["card"],
         funnel=FILES["funnel"],
     log:
         "logs/construct/release.log",
     params:
         settings=canonical(config["construction"]),
-        roles=canonical({role: config["roles"][role] for role in CONSTRUCTION_ROLES}),
     conda:
         "../envs/aura.yaml"
     script:

@@ -10,7 +10,7 @@ import pytest
 
 import pandas as pd
 
-from aura_eval.construct.card import dataset_card
+from aura_eval.construct.card import card_body
 from aura_eval.construct.funnel import funnel, loss_text, losses, losses_table
 from aura_eval.report import audit
 from aura_eval.util import cells, pages, table_files
@@ -179,7 +179,7 @@ def test_the_index_names_each_loss_as_the_losses_table_and_the_card_do(site_inpu
     assert list(table.itertuples(index=False, name=None)) == expected
     builder = "| " + " |\n| ".join(" | ".join(map(str, row)) for row in expected) + " |"
     assert builder in table_files.markdown(table, "construction_losses")
-    assert builder in dataset_card(one["dataset"], counts, [], {})
+    assert builder in card_body(one["dataset"], counts, [], {})
 
     audit.build(files, site)
     data = _index_data(site)

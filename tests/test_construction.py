@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from aura_eval.construct import funnel, pairing, release, variation
-from aura_eval.construct.card import dataset_card
+from aura_eval.construct.card import card_body
 from aura_eval.construct.common import assemble, gate, panel_decision, prefix_valid, rewrite_schema
 from aura_eval.llm.types import parse_json
 from aura_eval.util.prompts import load_prompt
@@ -332,7 +332,7 @@ def test_losses_name_each_stage_and_reason_once_for_the_funnel_tables_and_the_ca
     assert counts["gate rejections"] == {"gate: step N was emptied": 1} and counts["relevance losses"] == {
         "over the per-prefix cap": 1, "unparseable": 1}
     # The card shows the Markdown table's rows and a legend of the categories it uses.
-    card = dataset_card([], counts, funnel.by_dimension(candidates, variations, reviews, []), {})
+    card = card_body([], counts, funnel.by_dimension(candidates, variations, reviews, []), {})
     table = [line for line in markdown(shown).splitlines() if line.startswith("|")]
     assert "\n".join(table) in card and "| Variation review (P5/P6) | no majority to keep | 1 |" in table
     assert "- `gate`: the rewrite breaks the gate" in card and "- `prefix`" not in card

@@ -17,7 +17,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
         "stages", "jobs",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
-        "construct.funnel", "construct.card", "construct.release",
+        "construct.funnel", "construct.release", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
         "evaluate.validation",
         "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
@@ -73,7 +73,7 @@ def test_the_model_module_imports_nothing_of_the_workflow():
 def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
                "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
-               "construct.variation", "construct.pairing", "construct.release", "evaluate.action_only", "evaluate.rollout",
+               "construct.variation", "construct.pairing", "construct.release", "construct.card", "evaluate.action_only", "evaluate.rollout",
                "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",
                "analyze.calls", "analyze.prompt_tables", "analyze.examples", "analyze.figures", "analyze.pipeline_figure",

@@ -217,8 +217,9 @@ def test_pack_unpack_replays_offline_with_zero_calls(mock_run, tmp_path, capsys)
     with tarfile.open(archive) as tar:
         names = tar.getnames()
     assert names[0] == "MANIFEST.sha256" and "cache/mock.sqlite" in names and "config/run.yaml" in names
-    assert {"TERMS.md", "rjudge/SOURCE.md", "STABLE_DIGESTS.sha256", "PACK.json", "results/report/report.html",
-            "results/dataset/aura_eval.jsonl", "results/tables/model_calls.csv"} <= set(names)
+    assert {"TERMS.md", "LICENSE", "rjudge/SOURCE.md", "STABLE_DIGESTS.sha256", "PACK.json", "results/report/report.html",
+            "results/dataset/aura_eval.jsonl", "results/dataset/croissant.json", "results/dataset/README.md",
+            "results/tables/model_calls.csv"} <= set(names)
     checkout = scratch_copy(tmp_path)
     assert aura_main(["unpack", str(archive), str(checkout)]) == 0
     assert "packed/config/replay.yaml" in capsys.readouterr().out
@@ -279,7 +280,7 @@ def test_action_only_size_reruns_only_the_action_only_runs(mock_run):
     changed = work / "config" / "mock-subset.yaml"
     changed.write_text(yaml.safe_dump(settings, sort_keys=False))
     assert planned_jobs(work, "--configfile", str(changed)) == {
-        "action_only_subset": 1, "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1,
+        "action_only_subset": 1, "dataset_card": 1, "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1,
         "analysis_frame": 1, "evaluation_summary": 1, **_one_each(FRAME_TABLES | FIGURES | CALL_TABLES),
         "report": 1, "audit_site": 1, "all": 1}
 

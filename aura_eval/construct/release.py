@@ -1,6 +1,7 @@
 """Release (paper C.3): final filtering and pair linking; writes the evaluation items, the
-excluded rows with their reasons, the construction funnel (aura_eval.construct.funnel) and
-the dataset card (aura_eval.construct.card).
+excluded rows with their reasons and the construction funnel (aura_eval.construct.funnel). The
+dataset card and the Croissant file follow once the action-only subset exists (`dataset_card`,
+aura_eval.construct.card).
 
 Rows come from the classified pool (originals and kept variations with a complete
 label) and from the generated counterparts the pair panel kept. A row whose
@@ -11,12 +12,10 @@ from __future__ import annotations
 
 import json
 
-from aura_eval.construct.card import dataset_card
 from aura_eval.construct.common import vote_summary
 from aura_eval.construct.funnel import by_dimension, funnel
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl, write_jsonl
 from aura_eval.vocab import BY_CONFIG, MALFORMED, NO_USABLE_LABEL, NSP, SP, UNDERSPECIFIED, counterpart_item_id
-from aura_eval.workflow_config import CONSTRUCTION_ROLES
 
 
 def instruction(steps: list[dict]) -> str | None:
@@ -115,8 +114,8 @@ def _link_pairs(rows: list[dict], excluded: dict) -> None:
             row["provenance"]["counterpart_removed"] = excluded[pair_item]
 
 
-def release(inputs, outputs, settings: dict, roles: dict) -> dict:
-    """release stage: `settings` is the config's `construction`, `roles` the construction roles."""
+def release(inputs, outputs, settings: dict) -> dict:
+    """release stage: `settings` is the config's `construction`."""
     read = {name: read_jsonl(getattr(inputs, name)) for name in
             ("prefixes", "relevance", "candidates", "variations", "reviews", "pool", "pairs", "pair_reviews")}
     rows, excluded = release_rows(read["pool"], read["pairs"], read["pair_reviews"], settings)
@@ -125,5 +124,4 @@ def release(inputs, outputs, settings: dict, roles: dict) -> dict:
     write_jsonl(outputs.dataset, rows, key="item_id")
     write_jsonl(outputs.excluded, excluded, key="item_id")
     atomic_write_text(outputs.funnel, json.dumps({"funnel": counts, "by_dimension": dims}, indent=1) + "\n")
-    atomic_write_text(outputs.card, dataset_card(rows, counts, dims, {r: roles[r] for r in CONSTRUCTION_ROLES}))
     return counts

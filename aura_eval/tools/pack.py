@@ -8,8 +8,9 @@
 made with the backup API), the config used (`config/run.yaml`, byte for byte) and its replay
 form (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human
 labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), R-Judge's
-source and licence files (everything directly under `rjudge_dir` that is not data), `TERMS.md`
-(the terms of the shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
+source and licence files (everything directly under `rjudge_dir` that is not data), the code's
+`LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of the shipped
+model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
 every stable file under the run's `results/`, to compare a replay with), `PACK.json` (the code
 commit, the config's path under the run folder or, outside it, its file name: no absolute path;
 the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
@@ -56,6 +57,7 @@ import yaml
 from aura_eval.llm.cache import CacheError, cache_error, connect_readonly
 from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
+from aura_eval.vocab import RJUDGE_URL, data_terms
 from aura_eval.workflow_config import with_schema_defaults
 
 MANIFEST = "MANIFEST.sha256"
@@ -127,11 +129,10 @@ def terms_note(config: dict, licence_files: list[str]) -> str:
     providers = sorted({str(e.get("model", "")).split("/", 1)[0] for e in (config.get("models") or {}).values()
                         if not is_simulated(str(e.get("model", "")))})
     if any("LICEN" in f.upper() for f in licence_files):
-        licence = f"its licence and source notes are shipped as {', '.join(licence_files)}."
+        shipped = f"R-Judge's licence and source notes are shipped as {', '.join(licence_files)}."
     else:
-        licence = (f"no licence file is present under the run's `rjudge_dir`, so "
-                   f"{', '.join(licence_files) or 'no file'} is shipped as its source note and R-Judge's "
-                   f"own terms (https://github.com/Lordog/R-Judge) apply.")
+        shipped = (f"No licence file is present under the run's `rjudge_dir`; {', '.join(licence_files) or 'no file'} "
+                   f"is shipped as R-Judge's source note, and R-Judge's own terms ({RJUDGE_URL}) apply.")
     if simulated:
         sim = (f"Simulated models in this run: {', '.join(simulated)} (`aura_sim/`). Their answers are synthetic, "
                f"drawn by AURA-Eval's planted-truth simulator (`aura_eval/simulator/planted.py`), not written by any model.")
@@ -139,9 +140,8 @@ def terms_note(config: dict, licence_files: list[str]) -> str:
         sim = "No model of this run is simulated; answers of `aura_sim/` models would be synthetic."
     return "\n\n".join([
         "# Terms of this archive",
-        "**The source data.** Every item derives from R-Judge (Yuan et al., 2024, \"R-Judge: Benchmarking "
-        "Safety Risk Awareness for LLM Agents\", Findings of EMNLP 2024): " + licence + " The records "
-        "themselves are not in this archive; the dataset's rows quote and rewrite them.",
+        "**The data and its licence.** " + data_terms() + " " + shipped + " The R-Judge records themselves are "
+        "not in this archive; the dataset's rows quote and rewrite them. `LICENSE` is the code's licence.",
         "**Model responses.** The response cache (`cache/`) and every `raw_response` in `results/` are "
         f"outputs of the models named in `config/run.yaml` (litellm providers: {', '.join(providers) or 'none'}). "
         "They are the providers' outputs and remain under each provider's terms of use (including any limits "
@@ -211,6 +211,9 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
         if path.is_file() and path.suffix.lower() not in DATA_SUFFIXES:
             licence_files.append(f"rjudge/{path.name}")
             members[f"rjudge/{path.name}"] = path
+    code_licence = Path(__file__).resolve().parents[2] / "LICENSE"  # the repository's, not the run folder's
+    if code_licence.is_file():
+        members["LICENSE"] = code_licence
     members["config/run.yaml"] = config_path.read_bytes()
     members[REPLAY_CONFIG] = _replay_config(config, cache.name).encode()
     members["TERMS.md"] = terms_note(config, licence_files).encode()
