@@ -202,7 +202,8 @@ def test_sections_follow_the_paper():
     assert all(f"tables/{name}.md" in text for name in TABLES if name not in provenance.COLLAPSED)
     assert all(f"tables/_{name}_totals.md" in text for name in provenance.COLLAPSED)
     # Snakemake's report files each table and figure under the section that shows it: every section has some
-    assert set(sections.sections().values()) == {line[3:] for line in text.splitlines() if line.startswith("## ")}
+    assert set(sections.sections().values()) == {sections.category(line[3:]) for line in text.splitlines()
+                                                 if line.startswith("## ")}
     assert all(f"figures/{name}.png" in text for name in FIGURES)
 
 

@@ -660,7 +660,7 @@ def test_the_report_opens_with_the_headline_and_ends_with_the_provenance_linking
     work, _ = sim_run
     folder = work / "results/report"
     html = (folder / "report.html").read_text()
-    sections = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", html, re.S)]
+    sections = [html_lib.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", html, re.S)]
     assert sections[0] == "Headline results beside the paper's" and sections[-1] == "Appendix: provenance of this run"
     headline, appendix = html.split('id="headline-results')[1].split("<h2")[0], html.split("<h2")[-1]
     assert "headline_comparison" in headline or "Headline: the paper" in headline
@@ -690,8 +690,8 @@ def test_snakemakes_report_holds_ours_as_index_every_table_and_figure_and_the_au
     with zipfile.ZipFile(archive) as z:
         names = set(z.namelist())
         page = z.read("report/report.html").decode()
-        results = json.loads(re.search(r"var results = (.*?);\n", page, re.S)[1])
-        categories = json.loads(re.search(r"var categories = (.*?);\n", page, re.S)[1])
+        results, categories = (json.loads(re.search(rf'<script id="{name}">\s*var {name} = (.*?);\s*</script>',
+                                                    page, re.S)[1]) for name in ("results", "categories"))
         by_name = {r["labels"]["name"]: r for r in results.values()}
         place = {path: (cat, sub) for cat, subs in categories.items() for sub, paths in subs.items() for path in paths}
         # ours is the index of its folder, with the CSVs it links beside it; the audit site's index with its pages

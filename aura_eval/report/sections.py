@@ -17,13 +17,19 @@ PLACED = re.compile(r"\{\{<\s*include\s+tables/_?(?P<table>[^.\s]+?)(?:_totals)?
 OTHER = "Not in the report"
 
 
+def category(heading: str) -> str:
+    """A section heading as a Snakemake report category: a colon would end the reStructuredText link
+    target Snakemake makes of each category (two appendices would then share one), so it becomes a dash."""
+    return heading.replace(": ", " – ").replace(":", " –")
+
+
 def sections(source: str | Path = SOURCE) -> dict[str, str]:
-    """{table or figure name: the heading text of the section that first shows it}; a registered
+    """{table or figure name: the section that first shows it, as a category}; a registered
     artefact the source never shows is filed under OTHER."""
     found, heading = {}, OTHER
     for line in Path(source).read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
-            heading = line[3:].strip()
+            heading = category(line[3:].strip())
         for match in PLACED.finditer(line):
             found.setdefault(match["table"] or match["figure"], heading)
     return {name: found.get(name, OTHER) for name in [*TABLES, *FIGURES]}
