@@ -28,16 +28,16 @@ def _total(values: pd.Series):
 
 
 def stage_totals(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per stage (a job's stage before its `:run:judge` suffix): its jobs, models and the sum of
-    every count, then the run's total."""
+    """One row per stage (a job's stage before its `:run:judge` suffix): how many rows of the full table
+    it sums (`rows`), its models and the sum of every count, then the run's total."""
     if df.empty:
-        return pd.DataFrame(columns=["stage", "jobs", "models"])
+        return pd.DataFrame(columns=["stage", "rows", "models"])
     numbers = [c for c in df.columns if c not in TEXT_COLUMNS]
     df = df.assign(stage=df["stage"].astype(str).str.split(":").str[0])
     g = df.groupby("stage", sort=False)
-    out = pd.concat([g.size().rename("jobs"), g["endpoint"].nunique().rename("models"),
+    out = pd.concat([g.size().rename("rows"), g["endpoint"].nunique().rename("models"),
                      g[numbers].agg(_total)], axis=1).reset_index()
-    total = {"stage": ALL_STAGES, "jobs": len(df), "models": df["endpoint"].nunique(),
+    total = {"stage": ALL_STAGES, "rows": len(df), "models": df["endpoint"].nunique(),
              **{c: _total(df[c]) for c in numbers}}
     return pd.concat([out, pd.DataFrame([total])], ignore_index=True)
 
@@ -54,7 +54,7 @@ def collapsed(tables: Path, out_dir: Path, name: str) -> str:
     (out_dir / FOLDER).mkdir(parents=True, exist_ok=True)
     shutil.copy(source, out_dir / FOLDER / source.name)
     full = read_csv(source)
-    return (f"Totals per stage of {len(full):,} rows (one per stage job and model); the full table: {link(name)}.\n\n"
+    return (f"Totals per stage of the full table's {len(full):,} rows; the full table: {link(name)}.\n\n"
             + markdown(stage_totals(full)))
 
 

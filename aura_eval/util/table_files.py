@@ -82,7 +82,6 @@ HEADERS = {
     "comparison": "Comparison", "paper_low": "Paper low %", "paper_high": "Paper high %", "models": "Models",
     "ours_low": "Ours: lowest model %", "ours_high": "Ours: highest model %",
     "in_paper_range": "Our models in the paper's range", "pooled": "Ours, group pooled",
-    "jobs": "Jobs",  # the report's provenance totals (aura_eval.report.provenance)
 }
 # Where one table's column means something else than elsewhere.
 TABLE_HEADERS = {
