@@ -1,7 +1,7 @@
 rule report:
     input:
         source="paper/report.qmd",
-        reference="paper/reference_numbers.yaml",
+        reference=FILES["paper_numbers"],
         deviations="paper/deviations.md",
         files=report_inputs(),
     output:
