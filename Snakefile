@@ -14,6 +14,10 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+# `snakemake --report report.zip`: this text, then our report, the audit site and every table and figure.
+report: "paper/captions/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/seeds.smk"
 include: "rules/prefixes.smk"

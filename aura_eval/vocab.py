@@ -293,6 +293,7 @@ FILES = {
     "croissant": "results/dataset/croissant.json",
     "frame": "results/analysis/labels_long.csv",
     "human": "results/validation/human_labels.jsonl",
+    "paper_numbers": "paper/reference_numbers.yaml",  # the paper's stated numbers (aura_eval.report.paper_numbers)
 }
 # Inputs that are one file per job of a stage (samples: the audit sample of each axis); rules/common.smk
 # expands them for the configured run.
@@ -338,6 +339,10 @@ def _table(name, module, inputs, caption, **kw):
 
 
 TABLES = dict([
+    _table("headline_summary", "report.headline", ["frame", "paper_numbers"],
+           "Headline: each range or value the paper's text states for its main results, beside the lowest and "
+           "highest of this run's models in that group (how many fall in the paper's range) and the group pooled, "
+           "with its seed-clustered 95% interval", not_items="it compares ranges; Tables 33 and 35 link their rows"),
     _table("seed_composition", "analyze.construction", ["seeds"],
            "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts",
            not_items="it counts R-Judge seeds, before any item exists; results/seeds/seeds.jsonl lists them"),
@@ -444,6 +449,9 @@ def _figure(name, inputs, caption, module="analyze.figures"):
 
 
 FIGURES = dict([
+    _figure("headline_comparison", ["frame", "paper_numbers"],
+            "Headline: the paper's stated ranges and values beside each of this run's models with its "
+            "seed-clustered 95% interval", module="report.headline"),
     _figure("fig1_construction_pipeline", ["seeds", "funnel"],
             "Figure 1: the construction pipeline with this run's count after every step", module="analyze.pipeline_figure"),
     _figure("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),

@@ -24,7 +24,7 @@ for table in TABLES.values():
         input:
             **artefact_inputs(table),
         output:
-            **table.outputs("table"),
+            **shown_in_report(table, "table"),
         resources:
             **table_resources(table),
         log:
@@ -32,6 +32,7 @@ for table in TABLES.values():
         params:
             name=table.name,
             settings=config_values(table.config),
+            caption=table.caption,
         conda:
             "../envs/aura.yaml"
         script:
@@ -46,11 +47,12 @@ for figure in FIGURES.values():
         input:
             **artefact_inputs(figure),
         output:
-            **figure.outputs("figure"),
+            **shown_in_report(figure, "figure"),
         log:
             f"logs/figures/{figure.name}.log",
         params:
             name=figure.name,
+            caption=figure.caption,
         conda:
             "../envs/aura.yaml"
         script:

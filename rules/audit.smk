@@ -20,10 +20,9 @@ rule audit_site:
         cells=[t.outputs("table")["cells"] for t in TABLES.values() if "cells" in t.formats],
         cell_tables=[t.outputs("table")["csv"] for t in TABLES.values() if "cells" in t.formats],
     output:
-        index="results/audit/index.html",
-        css="results/audit/audit.css",
-        pages=directory("results/audit/items"),
-        cells=directory("results/audit/cells"),
+        # index.html, audit.css, items/ (a page per row) and cells/ (the rows behind each table cell)
+        site=report(directory("results/audit"), htmlindex="index.html", caption="../paper/captions/audit.rst",
+                    category=REPORT_CATEGORY, labels={"name": "audit site"}),
     log:
         "logs/audit_site.log",
     conda:

@@ -356,10 +356,35 @@ def report_inputs():
     return files
 
 
+REPORT_CATEGORY = "AURA-Eval report"  # Snakemake's report: the category of our report and the audit site
+
+
+def report_sections():
+    """{table or figure: the section of paper/report.qmd that shows it} (Snakemake report categories)."""
+    from aura_eval.report.sections import sections
+
+    return sections(os.path.join(workflow.basedir, "paper", "report.qmd"))
+
+
+# Snakemake's report (`snakemake --report report.zip`) shows each table's CSV (a Markdown-only table: its
+# Markdown) and each figure's PNG, with its registry caption (paper/captions/artefact.rst reads the
+# `caption` param), filed under the section of our report that shows it (aura_eval.report.sections).
+def shown_in_report(spec, kind):
+    outputs = spec.outputs(kind)
+    shown = "png" if kind == "figure" else ("csv" if "csv" in outputs else "md")
+    outputs[shown] = report(outputs[shown], caption="../paper/captions/artefact.rst",
+                            category=REPORT_SECTIONS[spec.name], subcategory=f"{kind.title()}s",
+                            labels={"name": spec.name, "kind": kind})
+    return outputs
+
+
+REPORT_SECTIONS = report_sections()
+
+
 def get_final_output():
     # The release's card and Croissant file: nothing else reads them.
     release_description = [FILES["card"], FILES["croissant"]]
-    return ["results/report/report.html", "results/audit/index.html"] + rules.annotation_pages.output + release_description
+    return ["results/report", "results/audit"] + rules.annotation_pages.output + release_description
 
 
 # The config file(s) of the run that renders the report, for its "What was run" section. Passed in

@@ -1,11 +1,13 @@
 rule report:
     input:
         source="paper/report.qmd",
-        reference="paper/reference_numbers.yaml",
+        reference=FILES["paper_numbers"],
         deviations="paper/deviations.md",
         files=report_inputs(),
     output:
-        "results/report/report.html",
+        # the folder: report.html and the full CSVs it links (Snakemake's report keeps them beside it)
+        report(directory("results/report"), htmlindex="report.html", caption="../paper/captions/report.rst",
+               category=REPORT_CATEGORY, labels={"name": "report"}),
     log:
         "logs/report.log",
     params:

@@ -12,6 +12,7 @@ from aura_eval.construct.funnel import funnel as construction_funnel
 from aura_eval.analyze.figures import (MEAN_ROW, fig4_level_share_data, fig4_overall_data, fig4_unsafe_by_level_data,
                                fig5a_data, fig5b_data, fig6_data, fig7_data, fig8_data, why_empty)
 from aura_eval.util.table_files import write_csv
+from aura_eval.report import paper_numbers
 from aura_eval.vocab import FIGURES, builder_of
 
 COLUMNS = ["run", "agent", "model", "format", "group", "item_id", "seed_id", "domain", "dimension", "pair_label",
@@ -203,10 +204,13 @@ def test_registered_builders_render_from_files_and_rerun_byte_identical(df, tmp_
     seeds.write_text('{"domain": "Finance", "label": "unsafe", "n_steps": 4, "seed_id": "s1"}\n')
     funnel = tmp_path / "funnel.json"
     funnel.write_text(json.dumps({"funnel": construction_funnel(*[[]] * 10)}))
-    inputs = {"frame": str(frame_csv), "seeds": str(seeds), "funnel": str(funnel)}
+    inputs = {"frame": str(frame_csv), "seeds": str(seeds), "funnel": str(funnel),
+              "paper_numbers": str(paper_numbers.PATH)}
+    unique = tmp_path / "unique_ids.csv"  # the headline's flips read each row's original: one row per (run, item)
+    write_csv(df.assign(item_id=[f"{i}.{k}" for k, i in enumerate(df["item_id"])]), unique)
     for name in FIGURES:
         png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
-        builder_of(name)(inputs, png, svg)
+        builder_of(name)(inputs | {"frame": str(unique)} if name == "headline_comparison" else inputs, png, svg)
         _png_ok(png)
     name = "fig8_detection_by_action"
     first = [(tmp_path / f"{name}.{fmt}").read_bytes() for fmt in ("png", "svg")]

@@ -23,7 +23,8 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
         "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
         "analyze.figures", "analyze.pipeline_figure",
-        "report", "report.paper_numbers", "report.audit", "report.render",
+        "report", "report.paper_numbers", "report.headline", "report.sections", "report.provenance", "report.audit",
+        "report.render",
         "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "__main__"]
 
 
@@ -101,6 +102,6 @@ def test_every_registered_table_and_figure_has_its_builder():
     from aura_eval import vocab
 
     names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 32 + 7 and all(callable(vocab.builder_of(name)) for name in names)
+    assert len(names) == 33 + 8 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")

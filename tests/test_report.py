@@ -15,7 +15,7 @@ import yaml
 
 from aura_eval.analyze import behaviour, examples, reasons
 from aura_eval.analyze import human as human_tables
-from aura_eval.report import paper_numbers, render
+from aura_eval.report import paper_numbers, provenance, render, sections
 from aura_eval.util import pages
 from aura_eval.util.table_files import explain, markdown, write_csv
 from aura_eval.vocab import FIGURES, TABLES
@@ -188,14 +188,22 @@ def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path)
 
 def test_sections_follow_the_paper():
     text = REPORT.read_text()
-    order = ["## What was run", "## 4 Data augmentation axes", "table29_composition", "## 5 Evaluation framework",
+    order = ["## Headline results beside the paper's", "headline_comparison", "headline_summary",
+             "## 4 Data augmentation axes", "table29_composition", "## 5 Evaluation framework",
              "### 6.1 Human validation", "table3_human_reliability", "table18_retention", "table19_panel_strata",
              "table20_human_agreement", "### 6.2 Judge reliability", "table21_judge_accuracy", "table24_vendor_swap",
              "judge_consistency", "## 7 Results", "fig4_unsafe", "table33_behaviour", "table31", "table32",
-             "### 7.2", "fig5", "fig7", "fig8", "table37", "### 7.3", "fig6", "table35", "table36", "table38"]
+             "### 7.2", "fig5", "fig7", "fig8", "table37", "### 7.3", "fig6", "table35", "table36", "table38",
+             "## Appendix: prompts", "## Appendix: provenance of this run", "run_summary", "_model_calls_totals",
+             "_forecast_vs_actual_totals", "_sources"]
     at = [text.index(marker) for marker in order]
     assert at == sorted(at)
-    assert all(f"tables/{name}.md" in text for name in TABLES)
+    # the provenance's per-model tables as totals (their full CSVs linked); every other table whole
+    assert all(f"tables/{name}.md" in text for name in TABLES if name not in provenance.COLLAPSED)
+    assert all(f"tables/_{name}_totals.md" in text for name in provenance.COLLAPSED)
+    # Snakemake's report files each table and figure under the section that shows it: every section has some
+    assert set(sections.sections().values()) == {sections.category(line[3:]) for line in text.splitlines()
+                                                 if line.startswith("## ")}
     assert all(f"figures/{name}.png" in text for name in FIGURES)
 
 

@@ -648,3 +648,68 @@ def _wait(check, tries=60):
             pass
         time.sleep(0.05)
     return check()
+
+
+# -- the reports: ours opens with the headline and ends with the provenance; Snakemake's holds ours -----
+
+def test_the_report_opens_with_the_headline_and_ends_with_the_provenance_linking_full_csvs(sim_run):
+    import html as html_lib
+
+    from aura_eval.report import provenance
+
+    work, _ = sim_run
+    folder = work / "results/report"
+    html = (folder / "report.html").read_text()
+    sections = [html_lib.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", html, re.S)]
+    assert sections[0] == "Headline results beside the paper's" and sections[-1] == "Appendix: provenance of this run"
+    headline, appendix = html.split('id="headline-results')[1].split("<h2")[0], html.split("<h2")[-1]
+    assert "headline_comparison" in headline or "Headline: the paper" in headline
+    assert "SIMULATED" in headline and "26.8–40.0%" in html_lib.unescape(headline)  # the paper's range, labelled
+    # the per-model tables are totals here; their full CSVs lie beside the report, linked, unchanged
+    for name in (*provenance.COLLAPSED, "sources"):
+        assert f'href="tables/{name}.csv"' in appendix, name
+    for name in provenance.COLLAPSED:
+        assert (folder / f"tables/{name}.csv").read_bytes() == (work / f"results/tables/{name}.csv").read_bytes()
+    calls = pd.read_csv(work / "results/tables/model_calls.csv")
+    totals = provenance.stage_totals(calls)
+    assert totals.iloc[-1]["requests"] == calls["requests"].sum() and len(totals) < len(calls)
+    assert f"{int(calls['requests'].sum()):,}" in appendix or str(int(calls["requests"].sum())) in appendix
+    assert "<details>" not in appendix.split("Where each table comes from")[1]  # no long file list to unfold
+
+
+def test_snakemakes_report_holds_ours_as_index_every_table_and_figure_and_the_audit_site(sim_run, tmp_path):
+    import html as html_lib
+    import zipfile
+
+    from aura_eval.report.sections import sections
+    from aura_eval.vocab import FIGURES
+
+    work, _ = sim_run
+    archive = tmp_path / "report.zip"
+    snakemake(work, "--configfile", str(suite_config(work, "sim_small.yaml")), "--report", str(archive))
+    with zipfile.ZipFile(archive) as z:
+        names = set(z.namelist())
+        page = z.read("report/report.html").decode()
+        results, categories = (json.loads(re.search(rf'<script id="{name}">\s*var {name} = (.*?);\s*</script>',
+                                                    page, re.S)[1]) for name in ("results", "categories"))
+        by_name = {r["labels"]["name"]: r for r in results.values()}
+        place = {path: (cat, sub) for cat, subs in categories.items() for sub, paths in subs.items() for path in paths}
+        # ours is the index of its folder, with the CSVs it links beside it; the audit site's index with its pages
+        ours = by_name["report"]["data_uri"]
+        assert ours.endswith("/report.html") and "SIMULATION: every number" in z.read(f"report/{ours}").decode()
+        assert f"report/{ours.removesuffix('report.html')}tables/model_calls.csv" in names
+        audit = by_name["audit site"]["data_uri"]
+        assert audit.endswith("/index.html") and any(n.startswith(f"report/{audit[:-10]}items/") for n in names)
+    assert place[next(p for p, r in results.items() if r["labels"]["name"] == "report")][0] == "AURA-Eval report"
+    # every registered table and figure, once, with its caption, under the section of ours that shows it
+    assert len(results) == len(TABLES) + len(FIGURES) + 2 and set(by_name) == {*TABLES, *FIGURES, "report", "audit site"}
+    where = sections()
+    for path, result in results.items():
+        name = result["labels"]["name"]
+        if name in ("report", "audit site"):
+            continue
+        spec = TABLES.get(name) or FIGURES[name]
+        caption = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", "", result["caption"])).split())
+        assert spec.caption in caption, (name, caption)
+        assert place[path] == (where[name], "Tables" if name in TABLES else "Figures"), name
+        assert f"report/{result['data_uri']}" in names

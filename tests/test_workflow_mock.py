@@ -257,9 +257,9 @@ def test_unpack_names_a_file_that_does_not_match_its_checksum(mock_run, tmp_path
 # The tables and figures that read the labels (through the frame, the call logs, the reliability
 # runs or the human-validation chain); the construction and seed tables do not.
 FRAME_TABLES = {"table33_behaviour", "table31_nsp_sp_gap", "table32_matched_pairs_gap", "table35_flips",
-                "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format"}
+                "table36_failure_mechanism", "table37_top_unsafe", "table38_prompt_format", "headline_summary"}
 FIGURES = {"fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dimension", "fig7_detection_levels",
-           "fig8_detection_by_action"}
+           "fig8_detection_by_action", "headline_comparison"}
 HUMAN_TABLES = {"table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement",
                 "table21_judge_accuracy", "table22_accuracy_by_consensus", "table23_ensembles"}
 CALL_TABLES = {"model_calls", "run_summary", "forecast_vs_actual"}

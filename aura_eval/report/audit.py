@@ -362,5 +362,6 @@ def _item_context(iid, item, exclusion, facts, seeds, tags, prefixes, variations
 
 
 def audit_site(inputs: dict, index_path) -> dict:
-    """audit_site job: the site in the folder of `index_path` (results/audit/)."""
+    """audit_site job: the site in the folder of `index_path` (results/audit/, a directory output)."""
+    Path(index_path).parent.mkdir(parents=True, exist_ok=True)
     return build(inputs, Path(index_path).parent)

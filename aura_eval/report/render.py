@@ -15,6 +15,9 @@ This module also writes the report's own includes (names starting with `_`):
   relative to results/report/report.html;
 - `tables/_results_notice.md`: what the whole run lacks (no Safe-Path rows, no released rows),
   said once at the top of the results;
+- `tables/_headline.md`: a simulated run's notice over the headline comparison;
+- `tables/_<name>_totals.md`: the provenance appendix's per-model tables as totals per stage, their
+  full CSVs beside the report (aura_eval.report.provenance);
 Each figure's image gets the width it was drawn for (its pixels at its dpi), never wider than
 the page, and the source gets the report's screen and print styles (STYLE).
 
@@ -35,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from aura_eval.report import paper_numbers
+from aura_eval.report import paper_numbers, provenance
 from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.jsonl import atomic_write_text
 from aura_eval.util.pages import finish, shown
@@ -44,7 +47,7 @@ from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
 
 DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
-IMAGE = re.compile(r"^!\[(?P<caption>[^\n]*)\]\((?P<path>figures/[^)\s]+\.png)\)(?P<attrs>\{[^}]*\})?\s*$", re.M)
+IMAGE = re.compile(r"^!\[(?P<caption>[^\n]*)\]\((?P<path>figures/[^)\s]+\.png)\)(?P<attrs>\{[^}]*\})?[ \t]*$", re.M)
 REPORT_DIR = "results/report"  # where report.html lies, relative to the workflow's directory
 READER = "markdown-smart"  # pandoc's Markdown without smart quotes and dashes: text as written
 
@@ -64,6 +67,10 @@ body { padding-top: 3.5em; }
 </style>
 ```
 """
+
+# The headline section of a simulated run says whose numbers "ours" are.
+SIMULATED_HEADLINE = ("::: {.aura-notice}\n**SIMULATED: \"ours\" below are the planted-truth simulator's numbers "
+                      "(config/simulate.yaml), not any model's; the paper's are the paper's.**\n:::\n")
 
 # The report's layout on screen (a 1280 px window shows every table whole) and in print (A4
 # landscape; tables break between rows, repeat their header, and figures fit the page).
@@ -95,6 +102,13 @@ figcaption { font-size: .9rem; color: #333; }
   h2, h3 { break-after: avoid; }
   img { max-width: 100% !important; max-height: 165mm; width: auto !important; height: auto !important; }
   a { color: inherit; }
+  /* The contents' links carry no page numbers: the print opens on the headline comparison instead. */
+  #TOC { display: none; }
+  /* The prompt appendix's short lines fill two columns of the landscape page. */
+  .aura-prompts { column-count: 2; column-gap: 8mm; }
+  .aura-prompts pre { font-size: 6.5pt; white-space: pre-wrap; }
+  .aura-prompts h3 { break-after: avoid; }
+  .aura-sources td { font-size: 6.5pt; padding: 0 .4em; }
 }
 </style>
 <script>
@@ -211,9 +225,8 @@ def _inputs_html(paths) -> str:
         return "<em>none in this run</em>"
     if len(paths) <= 4:
         return "<br>".join(_link(p) for p in paths)
-    folder = os.path.commonpath(paths)
-    return (f"<details><summary>{len(paths)} files under <code>{folder}/</code></summary>"
-            + "<br>".join(_link(p) for p in paths) + "</details>")
+    # a long list stays out of the page (and its print): sources.csv names every file
+    return f"{len(paths)} files under <code>{os.path.commonpath(paths)}/</code>"
 
 
 def sources_markdown(sources: dict) -> str:
@@ -293,10 +306,15 @@ def prepare(source: Path, files: list, build: Path, simulated: bool = False, sou
             shutil.copy(path, build / "tables" / path.name)  # read by the report's own includes
             if path.with_suffix(".md") not in paths:
                 (build / "tables" / f"{path.stem}.md").write_text(shown(csv_to_markdown(path)), encoding="utf-8")
-    tables = build / "tables"
+    tables, out_dir = build / "tables", build.parent  # out_dir: where report.html lies
     (tables / "_run.md").write_text(run_markdown(tables, configfiles), encoding="utf-8")
-    (tables / "_sources.md").write_text(sources_markdown(sources or {}), encoding="utf-8")
+    every_file = provenance.sources_csv(sources or {}, out_dir)
+    (tables / "_sources.md").write_text(f"Every file behind each table, one per row: {every_file}.\n\n"
+                                        + sources_markdown(sources or {}), encoding="utf-8")
     (tables / "_results_notice.md").write_text(results_notice(tables), encoding="utf-8")
+    (tables / "_headline.md").write_text(SIMULATED_HEADLINE if simulated else "", encoding="utf-8")
+    for name in provenance.COLLAPSED:
+        (tables / f"_{name}_totals.md").write_text(provenance.collapsed(tables, out_dir, name), encoding="utf-8")
     paper_numbers.write_all(tables, reference)
     shutil.copy(deviations, build / "deviations.md")
     target = build / "report.qmd"

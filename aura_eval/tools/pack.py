@@ -65,6 +65,7 @@ DIGESTS = "STABLE_DIGESTS.sha256"
 PACKED = "packed"  # the folder of the checkout that unpack fills
 RESULT_PARTS = ("results/dataset", "results/tables")
 REPORT = "results/report/report.html"
+REPORT_CSVS = "results/report/tables"  # the full CSVs the report's provenance links (aura_eval.report.provenance)
 DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")  # R-Judge's data files, not shipped (the checkout has them)
 REPLAY_CONFIG = "config/replay.yaml"
 REPLAY = f"snakemake --forceall --configfile {PACKED}/{REPLAY_CONFIG}"  # the command unpack prints, never the archive's
@@ -200,6 +201,8 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
             if path.is_file():
                 members[path.relative_to(root).as_posix()] = path
     members[REPORT] = root / REPORT
+    for path in sorted((root / REPORT_CSVS).glob("*.csv")):
+        members[path.relative_to(root).as_posix()] = path
     human = sorted((root / "data/human/annotations").glob("*.csv")) + [
         p for p in [root / "data/human/adjudicated.csv"] if p.is_file()]
     for path in human:

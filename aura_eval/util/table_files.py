@@ -78,9 +78,14 @@ HEADERS = {
     "forecast_calls": "Calls (forecast)", "sent": "Calls sent", "forecast_tokens_in": "Tokens in (forecast)",
     "forecast_tokens_out": "Tokens out (forecast)", "forecast_usd": "USD (forecast)", "spent_usd": "Spent (USD)",
     "price": "Price from",
+    # the headline comparison (aura_eval.analyze.headline)
+    "comparison": "Comparison", "paper_low": "Paper low %", "paper_high": "Paper high %", "models": "Models",
+    "ours_low": "Ours: lowest model %", "ours_high": "Ours: highest model %",
+    "in_paper_range": "Our models in the paper's range", "pooled": "Ours, group pooled",
 }
 # Where one table's column means something else than elsewhere.
 TABLE_HEADERS = {
+    "headline_summary": {"paper": "Paper (its text)", "ci": "Pooled 95% CI (seed-clustered)"},
     "table3_human_reliability": {"n": "N (retained)", "accuracy": "Acc. (on Np)", "unanimous_accuracy": "Unan."},
     "table18_retention": {"unresolved": "Unresolved ties"},
     "table19_panel_strata": {"unanimous": "Unanimous", "total": "Total (final)"},
