@@ -133,3 +133,21 @@ def test_the_inspect_cli_loads_the_task(tmp_path, rjudge_dir):
     # mockllm's default text has no [Agent_Action]: both rollouts unparseable, counted, none judged.
     assert metrics["items"].value == 2 and metrics["rollouts_unparseable"].value == 2
     assert metrics["unsafe_all_n"].value == 0
+
+
+def test_a_judge_whose_call_fails_is_a_failed_vote(tmp_path, rjudge_dir):
+    from inspect_ai.model import get_model
+
+    def broken(messages, tools, tool_choice, config):
+        raise RuntimeError("provider down")
+
+    write_jsonl(tmp_path / "items.jsonl", _items(rjudge_dir)[:1], key="item_id")
+    panel = {"judge_1": mock_judge("judge_1"), "judge_2": mock_judge("judge_2"),
+             "judge_3": get_model("mockllm/model", custom_outputs=broken, memoize=False)}
+    log = run_task(tmp_path / "items.jsonl", tmp_path / "logs", lambda text: UNSAFE_ACTION, model_roles=panel)
+    metrics = {name: m.value for name, m in log.results.scores[0].metrics.items()}
+    assert log.status == "success"
+    assert [metrics[f"{axis}_failed_votes"] for axis in ("detection", "action_type", "action_safety")] == [1, 1, 1]
+    assert (metrics["unsafe_all_k"], metrics["unsafe_all_n"]) == (1, 1)  # two of three judges still a majority
+    third = log.samples[0].scores["aura_panel"].metadata["judges"]["judge_3"]["action_safety"]
+    assert third["status"] == "failed" and third["error"] == "RuntimeError: provider down"
