@@ -80,3 +80,16 @@ def test_the_config_takes_an_inspect_log_instead_of_a_model():
     listed["agents"]["inspected"]["inspect_log_action_only"] = "y.eval"
     check_config(listed)
     assert jobs.run_inspect_log(listed, "inspected.action_only") == "y.eval"
+
+
+def test_pack_takes_each_agents_inspect_log(tmp_path):
+    from aura_eval.tools.pack import PackError, inspect_logs
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.eval").write_bytes(b"log")
+    config = _config(inspect_log="logs/a.eval", inspect_log_action_only="logs/b.eval")
+    with pytest.raises(PackError, match=r"agent 'inspected': its inspect_log_action_only .*b.eval does not exist"):
+        inspect_logs(config, tmp_path)
+    (tmp_path / "logs" / "b.eval").write_bytes(b"log")
+    assert inspect_logs(config, tmp_path) == {"inspect/inspected/a.eval": tmp_path / "logs/a.eval",
+                                              "inspect/inspected/action_only/b.eval": tmp_path / "logs/b.eval"}

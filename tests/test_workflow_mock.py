@@ -453,7 +453,7 @@ def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
     assert all(r["raw_response"] == outputs[i].completion and r["status"] == "ok" for i, r in rows.items())
     assert all(r["action"] == outputs[i].completion.split("[Agent_Action]: ")[1] for i, r in rows.items())
     assert {r["action"] for r in rows.values()} <= {SAFE_ACTION, UNSAFE_ACTION}
-    assert {r["inspect"]["log"] for r in rows.values()} == {log_path}
+    assert {r["inspect"]["log"] for r in rows.values()} == {os.path.basename(log_path)}
     assert {(r["inspect"]["eval_id"], r["inspect"]["model"]) for r in rows.values()} == {(log.eval.eval_id, "mockllm/model")}
     assert read_jsonl(work / "results/calls/rollout/inspected.jsonl") == []  # no model call
     labels = read_jsonl(work / "results/labels/inspected.jsonl")
@@ -463,3 +463,12 @@ def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
     assert "(inspect log)" in (work / "results/tables/run_summary.md").read_text()
     again = snakemake(work, "--configfile", str(path), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+    # A packed run carries the log, and its replay config reads the packed copy.
+    from aura_eval.tools.pack import pack
+
+    pack(work / "inspected.tar.gz", str(path), work)
+    name = f"inspect/inspected/{os.path.basename(log_path)}"
+    with tarfile.open(work / "inspected.tar.gz") as tar:
+        assert tar.extractfile(name).read() == (work / log_path).read_bytes()
+        replay = yaml.safe_load(tar.extractfile("config/replay.yaml").read())
+    assert replay["agents"]["inspected"]["inspect_log"] == f"packed/{name}"

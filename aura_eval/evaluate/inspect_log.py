@@ -61,8 +61,9 @@ def log_rollouts(log_path: str | Path, items: list[dict], agent: str, fmt: str) 
         raise InspectLogError(f"{where}: no sample for item {missing[0]} ({len(missing)} of {len(wanted)} "
                               f"missing; a run with --limit, or cancelled?)")
     prompt, model = load_prompt(AGENT_PROMPTS[(fmt, output)]), log.eval.model
-    # The task's format and output, not all its arguments: `dataset` may be a machine's path.
-    provenance = {"log": str(log_path), "eval_id": log.eval.eval_id, "run_id": log.eval.run_id,
+    # The log's file name (a packed run replays from its copy) and the task's format and output, not
+    # all its arguments: `dataset` may be a machine's path.
+    provenance = {"log": Path(log_path).name, "eval_id": log.eval.eval_id, "run_id": log.eval.run_id,
                   "task": log.eval.task, "action_only": fmt == ACTION_ONLY, "output": output}
     rows = []
     for item in items:
