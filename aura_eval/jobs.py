@@ -57,13 +57,25 @@ def stage_jobs(config: dict, wildcards: tuple[str, ...]) -> list[dict]:
     raise ValueError(f"no job plan for a model stage with wildcards {wildcards}")
 
 
+def inspect_log_of(agent_entry: dict, fmt: str) -> str | None:
+    """The inspect log an agent's run in format `fmt` is read from (`inspect_log`; its action-only
+    run: `inspect_log_action_only`), or None: a model answers (aura_eval.evaluate.inspect_log)."""
+    return agent_entry.get("inspect_log_action_only" if fmt == ACTION_ONLY else "inspect_log")
+
+
+def run_inspect_log(config: dict, run: str) -> str | None:
+    agent, fmt = parse_run(run)
+    return inspect_log_of(config["agents"][agent], fmt)
+
+
 def job_models(config: dict, role: str, job: dict) -> list[str]:
     """The names of the models one job calls, in panel order: its role's (a judge job: its judge;
     a rollout: its agent's model; a reliability run: its panel, then the replacement judge)."""
     if "judge" in job:
         return [job["judge"]]
-    if "run" in job:
-        return [config["agents"][parse_run(job["run"])[0]]["model"]]
+    if "run" in job:  # an agent given by an inspect log calls no model (aura_eval.evaluate.inspect_log)
+        model = config["agents"][parse_run(job["run"])[0]].get("model")
+        return [model] if model else []
     if "kind" in job:
         roles = config["roles"]
         if job["kind"] == "five_judge":

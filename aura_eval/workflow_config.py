@@ -114,10 +114,29 @@ def _replacement_judge(config: dict) -> str | None:
                  and models[name].get("vendor") and models[name]["vendor"] not in panel_vendors), None)
 
 
+def inspect_log_problem(agent: str, spec: dict, action_only_agents: list) -> str | None:
+    """What is wrong with an agent's model or inspect log (aura_eval.evaluate.inspect_log), or None:
+    an agent names a model or an inspect log of the ReAct task, never both; its action-only run
+    (when it is under action_only.agents) needs a second log of the action-only task."""
+    if ("model" in spec) == ("inspect_log" in spec):
+        return (f"config: agent {agent!r} names {'both' if 'model' in spec else 'neither'} a model and an "
+                f"inspect_log: give exactly one")
+    if "inspect_log_action_only" in spec and "inspect_log" not in spec:
+        return f"config: agent {agent!r} has inspect_log_action_only without inspect_log"
+    if "inspect_log" in spec and agent in action_only_agents and "inspect_log_action_only" not in spec:
+        return (f"config: agent {agent!r} is given by an inspect log and listed under action_only.agents: give "
+                f"its action-only log (inspect eval ... -T action_only=true) as inspect_log_action_only, or "
+                f"leave it out of action_only.agents")
+    return None
+
+
 def _spanning_groups(agents: dict, n: int) -> list[str]:
-    """Up to n agents, one of each group in turn (groups in the order they first appear)."""
+    """Up to n agents, one of each group in turn (groups in the order they first appear); an agent
+    given by an inspect log only where it has an action-only log too."""
     by_group: dict = {}
     for name, spec in agents.items():
+        if "inspect_log" in spec and "inspect_log_action_only" not in spec:
+            continue
         by_group.setdefault(spec.get("group"), []).append(name)
     return [name for turn in itertools.zip_longest(*by_group.values()) for name in turn if name is not None][:n]
 
@@ -226,6 +245,11 @@ def check_config(config: dict) -> None:
             raise ConfigError(f"config: model {name!r} ({spec.get('model')}) has batch: true, but only "
                               f"{', '.join(p + '/...' for p in BATCH_PROVIDERS)} models have a batch API here")
     for agent, spec in (config.get("agents") or {}).items():
+        problem = inspect_log_problem(agent, spec, (config.get("action_only") or {}).get("agents") or [])
+        if problem:
+            raise ConfigError(problem)
+        if "inspect_log" in spec:
+            continue
         if spec.get("model") not in models:
             raise ConfigError(f"config: agent {agent!r} names model {spec.get('model')!r}, which is not under 'models' "
                               f"(defined: {', '.join(sorted(models))})")

@@ -135,7 +135,15 @@ def run_agent(wildcards):
 
 
 def run_model(wildcards):
-    return model_entries(config["agents"][run_agent(wildcards)]["model"])
+    """The agent's model entry; none for an agent given by an inspect log (no model call)."""
+    model = config["agents"][run_agent(wildcards)].get("model")
+    return model_entries(model) if model else []
+
+
+def run_inspect_log(wildcards):
+    """The inspect log the run's rollouts are read from, as a list ([] where a model answers)."""
+    path = jobs.run_inspect_log(config, wildcards.run)
+    return [path] if path else []
 
 
 def run_agent_entry(wildcards):
@@ -179,7 +187,7 @@ def judge_model(wildcards):
 
 def rollout_jobs():
     """The model entries of every rollout job of this run (the peers a rollout shares limits with)."""
-    return [model_entries(config["agents"][parse_run(run)[0]]["model"]) for run in runs()]
+    return [run_model(SimpleNamespace(run=run)) for run in runs()]
 
 
 def judge_jobs():

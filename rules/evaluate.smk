@@ -2,6 +2,7 @@ rule rollout:
     input:
         items_file=run_items,
         prompt=run_prompt,
+        inspect_log=run_inspect_log,
     output:
         rollouts="results/rollouts/{run}.jsonl",
         calls=CALL_LOGS["rollout"],

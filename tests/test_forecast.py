@@ -202,3 +202,15 @@ def test_a_config_that_says_only_what_differs_is_forecast_with_the_workflow_s_de
     assert "config: reliability.calibration_agents not set; using [a]" in err
     rows = json.loads((tmp_path / "fc" / "forecast.json").read_text())["rows"]
     assert {r["calls"] for r in rows if r["stage"] == "tag_steps"} == {157}
+
+
+def test_an_agent_given_by_an_inspect_log_is_forecast_no_rollout_call(run_root):
+    root, items = run_root
+    config = load(".test/config/two_seeds.yaml")
+    (agent,) = config["agents"]
+    config["agents"]["inspected"] = {"inspect_log": "logs/x.eval", "group": "frontier", "vendor": "elsewhere"}
+    result = fc.forecast(config, root=root)
+    rows, subset = len(items), min(config["action_only"]["n_items"], len(items))
+    assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}  # its own only
+    # Its rollouts are judged as any agent's: one more ReAct run per panel judge.
+    assert calls_of(result, "judge_safety") == {j: 2 * rows + subset for j in config["roles"]["judges"]}

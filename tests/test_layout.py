@@ -19,7 +19,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.release", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
-        "evaluate.validation",
+        "evaluate.validation", "evaluate.inspect_task", "evaluate.inspect_log",
         "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
         "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
         "analyze.figures", "analyze.pipeline_figure",

@@ -425,3 +425,51 @@ def test_settings_that_change_no_answer_rerun_nothing(mock_run, tmp_path, monkey
     path.write_text(yaml.safe_dump(replay))
     planned = planned_jobs(copy, "--configfile", str(path))
     assert {"tag_steps", "relevance", "rollout", "judge_safety", "reliability"} <= set(planned)
+
+
+def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
+    """The way back from inspect_ai: the aura_eval task run on this run's dataset with mockllm, its log
+    named by an agent instead of a model; the rollout job reads it (no call) and the agent's
+    judgments, labels and tables follow as for any new agent."""
+    from tests.inspect_mock import SAFE_ACTION, UNSAFE_ACTION, run_task
+
+    work, config = mock_run
+    dataset = read_jsonl(work / "results/dataset/aura_eval.jsonl")
+
+    def action_of(text):  # either action, by the prompt's length: the rollouts must follow the log's text
+        return UNSAFE_ACTION if len(text) % 2 else SAFE_ACTION
+
+    log = run_task(work / "results/dataset/aura_eval.jsonl", work / "inspect_logs", action_of)
+    assert log.status == "success" and len(log.samples) == len(dataset)
+    settings = yaml.safe_load(config.read_text())
+    log_path = os.path.relpath(log.location, work)
+    settings["agents"]["inspected"] = {"inspect_log": log_path, "group": "frontier", "vendor": "elsewhere"}
+    path = work / "config" / "mock-inspected.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    assert planned_jobs(work, "--configfile", str(path)) == NEW_AGENT_JOBS
+    snakemake(work, "--configfile", str(path))
+    rows = {r["item_id"]: r for r in read_jsonl(work / "results/rollouts/inspected.jsonl")}
+    outputs = {str(s.id): s.output for s in log.samples}
+    assert sorted(rows) == sorted(item["item_id"] for item in dataset)
+    assert all(r["raw_response"] == outputs[i].completion and r["status"] == "ok" for i, r in rows.items())
+    assert all(r["action"] == outputs[i].completion.split("[Agent_Action]: ")[1] for i, r in rows.items())
+    assert {r["action"] for r in rows.values()} <= {SAFE_ACTION, UNSAFE_ACTION}
+    assert {r["inspect"]["log"] for r in rows.values()} == {os.path.basename(log_path)}
+    assert {(r["inspect"]["eval_id"], r["inspect"]["model"]) for r in rows.values()} == {(log.eval.eval_id, "mockllm/model")}
+    assert read_jsonl(work / "results/calls/rollout/inspected.jsonl") == []  # no model call
+    labels = read_jsonl(work / "results/labels/inspected.jsonl")
+    assert len(labels) == len(dataset) and all(r["rollout_status"] == "ok" for r in labels)
+    assert "★ inspected" in (work / "results/tables/table33_behaviour.csv").read_text()
+    assert "inspected" in (work / "results/tables/evaluation_summary.csv").read_text()
+    assert "(inspect log)" in (work / "results/tables/run_summary.md").read_text()
+    again = snakemake(work, "--configfile", str(path), "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    # A packed run carries the log, and its replay config reads the packed copy.
+    from aura_eval.tools.pack import pack
+
+    pack(work / "inspected.tar.gz", str(path), work)
+    name = f"inspect/inspected/{os.path.basename(log_path)}"
+    with tarfile.open(work / "inspected.tar.gz") as tar:
+        assert tar.extractfile(name).read() == (work / log_path).read_bytes()
+        replay = yaml.safe_load(tar.extractfile("config/replay.yaml").read())
+    assert replay["agents"]["inspected"]["inspect_log"] == f"packed/{name}"

@@ -185,6 +185,14 @@ def _cost(calls: pd.DataFrame) -> str:
     return f"${float(sum(known)):.4f} where litellm knows the price" if len(known) else "unknown"
 
 
+def _agent_model(spec: dict, models: dict) -> str:
+    """An agent's two model cells: its model entry and litellm string, or the inspect log it is read from."""
+    if "model" in spec:
+        return f"{spec['model']} | `{models[spec['model']]['model']}`"
+    logs = [spec[key] for key in ("inspect_log", "inspect_log_action_only") if key in spec]
+    return "(inspect log) | " + ", ".join(f"`{path}`" for path in logs)
+
+
 def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame,
                 agents: dict | None = None, validation: dict | None = None,
                 stages: pd.DataFrame | None = None) -> str:
@@ -221,7 +229,7 @@ def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: p
         "",
         "| evaluated model | group | vendor | model name | litellm model |",
         "|---|---|---|---|---|",
-        *[f"| {name} | {spec['group']} | {spec['vendor']} | {spec['model']} | `{models[spec['model']]['model']}` |"
+        *[f"| {name} | {spec['group']} | {spec['vendor']} | {_agent_model(spec, models)} |"
           for name, spec in sorted((agents or {}).items())],
         "",
         *_stage_lines(stages),

@@ -120,24 +120,37 @@ def _batch(stage, asked: dict) -> dict:
     return out
 
 
-def judge_panels(rollouts, items, members: dict[str, Endpoint], prompts, stage, samples=(0,),
-                 rule: str = "majority") -> list[dict]:
-    """Both phases for a whole panel in one job, once per sample index (the reliability runs; the
-    repeats ask several): `{member: rows}` per sample. The safety judges see the panel's action
-    type under `rule` (the five-judge panel's plurality). Each phase sends every member's requests
-    of every sample in one batch, so judges on different providers overlap; the rows and the call
-    log are those of judging sample by sample, member by member (a request two members share is
-    sent once)."""
+def panel_steps(rollouts, items, members: dict[str, Endpoint], prompts, samples=(0,), rule: str = "majority"):
+    """Both phases of a whole panel as a generator, so that any caller can send the requests (the
+    model module's batch, or inspect_ai's model roles): it yields `{(member, sample): requests}`
+    and is sent `{(member, sample): results}` in the same order, once per phase; it returns
+    `{member: rows}` per sample. The safety judges see the panel's action type under `rule`."""
     runs = [(name, sample) for sample in samples for name in members]
     asked = {(name, k): _phase1_requests(rollouts, items, members[name], prompts, k) for name, k in runs}
-    answers = _batch(stage, asked)
+    answers = yield asked
     phase1 = {(name, k): _phase1_rows(rollouts, answers[(name, k)], name, k) for name, k in runs}
     types = {k: panel_action_types({name: phase1[(name, k)] for name in members}, rule) for k in samples}
     asked = {(name, k): _phase2_requests(phase1[(name, k)], types[k], rollouts, items, members[name], prompts, k)
              for name, k in runs}
-    answers = _batch(stage, asked)
+    answers = yield asked
     return [{name: _phase2_rows(phase1[(name, k)], types[k], answers[(name, k)]) for name in members}
             for k in samples]
+
+
+def judge_panels(rollouts, items, members: dict[str, Endpoint], prompts, stage, samples=(0,),
+                 rule: str = "majority") -> list[dict]:
+    """Both phases for a whole panel in one job, once per sample index (the reliability runs; the
+    repeats ask several): `{member: rows}` per sample (`panel_steps`). Each phase sends every
+    member's requests of every sample in one batch, so judges on different providers overlap; the
+    rows and the call log are those of judging sample by sample, member by member (a request two
+    members share is sent once)."""
+    steps = panel_steps(rollouts, items, members, prompts, samples, rule)
+    asked = next(steps)
+    while True:
+        try:
+            asked = steps.send(_batch(stage, asked))
+        except StopIteration as done:
+            return done.value
 
 
 def judge_panel(rollouts, items, members: dict[str, Endpoint], prompts, stage, sample=0, rule="majority") -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from aura_eval.jobs import inspect_log_of
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.answers import FAILED, OK, REFUSED, UNPARSEABLE, declines, split_reasoning
 from aura_eval.llm.types import Endpoint, Request, endpoints
@@ -122,10 +123,12 @@ def rollout(items_path, out_path, calls_path, llm: dict, run: str, output: str, 
 
 def _rollout_requests(ctx) -> list[Request] | None:
     agent, fmt = parse_run(ctx.job["run"])
+    entry = ctx.config["agents"][agent]
+    if inspect_log_of(entry, fmt):  # its rollouts come from the log: no request
+        return []
     items = ctx.read("dataset" if fmt == REACT else "subset")
     if items is None:
         return None
-    entry = ctx.config["agents"][agent]
     prompt, (endpoint,) = load_prompt(AGENT_PROMPTS[(fmt, entry.get("output", "text"))]), endpoints(ctx.models)
     return [rollout_request(item, endpoint, prompt, agent, fmt, entry) for item in items]
 

@@ -41,8 +41,7 @@ from aura_eval.llm import settings as call_settings
 from aura_eval.llm.budget import Budget, estimate_usd, refusal_text
 from aura_eval.llm.cache import CacheError, Owner, ResponseCache, cache_key, valid_unicode
 from aura_eval.llm.ratelimit import Pacer, estimated_tokens
-from aura_eval.llm.answers import may_decline, read_answer
-from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, utc_now
+from aura_eval.llm.types import CALL_FIELDS, CacheMissError, Request, Result, read_result, utc_now
 
 _litellm = None
 _litellm_version = None
@@ -397,15 +396,13 @@ class ModelClient:
         record from before those were stored reads them as None); tokens, cost and latency from the
         record, `call` from its provenance (`call_of`). Attempts and waits are left at 0: the caller
         sets them."""
-        read = read_answer(response["content"], req.schema, response.get("finish_reason"), response.get("refusal"),
-                           response.get("reasoning"), text_refusals=may_decline(req.role))
-        # an escape such as "\ud800" inside the answer's JSON: never written as is
-        parsed = None if read.parsed is None else valid_unicode(read.parsed)[0]
-        return Result(request=req, status=read.status, content=response["content"], parsed=parsed,
-                      error=read.reason, tokens_in=response.get("tokens_in"), tokens_out=response.get("tokens_out"),
-                      cost_usd=response.get("cost_usd"), latency_s=response.get("latency_s"),
-                      cache_hit=cache_hit, key=key, call=call_of(response), reasoning=read.reasoning,
-                      finish_reason=response.get("finish_reason"), refusal=response.get("refusal"))
+        result = read_result(req, response["content"], response.get("finish_reason"), response.get("refusal"),
+                             response.get("reasoning"), tokens_in=response.get("tokens_in"),
+                             tokens_out=response.get("tokens_out"), cost_usd=response.get("cost_usd"),
+                             latency_s=response.get("latency_s"), cache_hit=cache_hit, key=key, call=call_of(response))
+        if result.parsed is not None:  # an escape such as "\ud800" inside the answer's JSON: never written as is
+            result.parsed = valid_unicode(result.parsed)[0]
+        return result
 
     def cached(self, key: str) -> dict | None:
         """The cache's record of `key`, or None; a row that fails its checksum is None too, and the

@@ -96,7 +96,9 @@ def job_threads(models: list[str], cores: int) -> int:
 
 
 def is_network_job(models: list[str]) -> bool:
-    return job_threads(models, 1) == 0
+    """A job whose models are all reached over the network (a job with none, such as a rollout read
+    from an inspect log, is not)."""
+    return bool(models) and job_threads(models, 1) == 0
 
 
 def pacing_resource(shares: dict[str, int], limits: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from aura_eval.llm.answers import STATUSES, parse_json  # noqa: F401  (the statuses and parse, defined there)
+from aura_eval.llm.answers import STATUSES, may_decline, parse_json, read_answer  # noqa: F401  (defined there)
 from aura_eval.llm.providers import provider_of
 
 # Sampling parameters an endpoint may set; all of them enter the cache key.
@@ -117,3 +117,14 @@ class Result:
                 "endpoint": r.endpoint.name, "model": r.endpoint.model, "sample": r.sample,
                 "status": self.status, "raw_response": self.content, "error": self.error,
                 "call": {"key": self.key[:16], **{name: self.call.get(name) for name in CALL_FIELDS}}}
+
+
+def read_result(req: Request, content: str | None, finish_reason: str | None = None, refusal: str | None = None,
+             reasoning: str | None = None, **fields) -> Result:
+    """The Result of one response to `req`: status, parsed object and reason by `answers.read_answer`
+    (a refusal in the text counts as one for every role but an agent's). The model module and the
+    inspect_ai task (aura_eval.evaluate.inspect_task) both read answers through here; `fields` are
+    the rest of Result's (tokens, cost, cache, call provenance)."""
+    read = read_answer(content, req.schema, finish_reason, refusal, reasoning, text_refusals=may_decline(req.role))
+    return Result(request=req, status=read.status, content=content, parsed=read.parsed, error=read.reason,
+                  reasoning=read.reasoning, finish_reason=finish_reason, refusal=refusal, **fields)

@@ -7,10 +7,11 @@
 (`results/report/report.html`), the response cache (`cache/<name>`, a consistent SQLite copy
 made with the backup API), the config used (`config/run.yaml`, byte for byte) and its replay
 form (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human
-labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), R-Judge's
-source and licence files (everything directly under `rjudge_dir` that is not data), the code's
-`LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of the shipped
-model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
+labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), the inspect
+logs of agents given by one (`inspect/<agent>/[action_only/]<file>`; the replay config names these
+copies), R-Judge's source and licence files (everything directly under `rjudge_dir` that is not data),
+the code's `LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of the
+shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
 every stable file under the run's `results/`, to compare a replay with), `PACK.json` (the code
 commit, the config's path under the run folder or, outside it, its file name: no absolute path;
 the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
@@ -180,6 +181,20 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | Path) -> None:
             tar.addfile(info, f)
 
 
+def inspect_logs(config: dict, root: Path) -> dict[str, Path]:
+    """`inspect/<agent>/[action_only/]<file name>` -> the inspect log of each agent given by one (its
+    rollouts' `inspect.log` names the file, so a replay from the packed copy writes the same rows)."""
+    found = {}
+    for agent, spec in sorted((config.get("agents") or {}).items()):
+        for key, folder in (("inspect_log", ""), ("inspect_log_action_only", "action_only/")):
+            if key in spec:
+                path = Path(spec[key]) if Path(spec[key]).is_absolute() else root / spec[key]
+                if not path.is_file():
+                    raise PackError(f"pack: agent {agent!r}: its {key} {path} does not exist")
+                found[f"inspect/{agent}/{folder}{path.name}"] = path
+    return found
+
+
 def pack(out, configfile="config/config.yaml", root=".") -> dict:
     """Write the archive; a summary (files, bytes, cache rows)."""
     root, out = Path(root).resolve(), Path(out)
@@ -218,7 +233,12 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
     if code_licence.is_file():
         members["LICENSE"] = code_licence
     members["config/run.yaml"] = config_path.read_bytes()
-    members[REPLAY_CONFIG] = _replay_config(config, cache.name).encode()
+    replayed = json.loads(json.dumps(config))  # agents given by an inspect log read the packed copy
+    for name, path in inspect_logs(config, root).items():
+        members[name] = path
+        agent, key = name.split("/")[1], "inspect_log_action_only" if "/action_only/" in name else "inspect_log"
+        replayed["agents"][agent][key] = f"{PACKED}/{name}"
+    members[REPLAY_CONFIG] = _replay_config(replayed, cache.name).encode()
     members["TERMS.md"] = terms_note(config, licence_files).encode()
     members[DIGESTS] = "".join(f"{d}  {rel}\n" for rel, d in stable_digests(root).items()).encode()
     with tempfile.TemporaryDirectory() as tmp:
