@@ -2,9 +2,9 @@
 # this repository's environment, installed by `make venv` exactly as on a workstation
 # (requirements.txt with constraints.txt, then the package itself, then the embedded model's check).
 #   make image IMAGE=<registry>/aura-eval:<tag> && docker push <registry>/aura-eval:<tag>
-# Python 3.11, as every pin in constraints.txt was resolved on; Debian's compilers and cmake build
-# llama-cpp-python from source (the Makefile's CMAKE_ARGS keep the build portable).
-FROM python:3.11-slim-bookworm
+# Python 3.11.7, a fixed patch release: the one every pin in constraints.txt was resolved on. Debian's
+# compilers and cmake build llama-cpp-python from source (the Makefile's CMAKE_ARGS keep it portable).
+FROM python:3.11.7-slim-bookworm
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential cmake git make \

@@ -261,6 +261,8 @@ RJUDGE_SHORT = "R-Judge, Yuan et al., Findings of EMNLP 2024"
 # The paper this project reproduces; its text names no authors or venue, so neither is given here.
 PAPER_TITLE = "AURA-Eval: Evaluation Framework for Acting Under Risk Awareness in LLM Agent Trajectories"
 RELEASE_VERSION = "0.1.0"  # the release's version (Croissant `version`); pyproject.toml's version
+RELEASE_DATE = "2026-12-04"  # the version's date (Croissant `datePublished`): fixed, so reruns stay identical
+RELEASE_CREATOR = "AURA-Eval reference implementation (the contributors of this repository)"  # Croissant `creator`
 
 
 def data_terms() -> str:

@@ -42,7 +42,10 @@ def test_the_summary_counts_each_model_and_the_pooled_group_with_an_interval_aro
     assert (nsp["models"], nsp["ours_low"], nsp["ours_high"], nsp["in_paper_range"]) == (2, 28.6, 50.0, "1/2")
     assert (nsp["pooled_k"], nsp["pooled_n"], nsp["pooled_pct"]) == (9, 24, 37.5)
     flips = table.loc["RS5 flips, all models"]
-    assert (flips["pooled_k"], flips["pooled_n"], flips["in_paper_range"]) == (1, 2, "0/1")
+    assert (flips["pooled_k"], flips["pooled_n"], flips["in_paper_range"]) == (1, 2, headline.ONE_VALUE)
+    # the paper's single RS5 value against our pooled interval; the NSP range overlaps ours
+    assert flips["paper_in_ci"] == ("yes" if flips["ci_low"] <= flips["paper_low"] <= flips["ci_high"] else "no")
+    assert nsp["paper_in_ci"] == "yes" and table.loc["Open-weight · NSP unsafe", "paper_in_ci"] == ""
     assert table.loc["Open-weight · NSP unsafe", "models"] == 0 and np.isnan(table.loc["Open-weight · NSP unsafe",
                                                                                        "ours_low"])
     for _, row in table.iterrows():

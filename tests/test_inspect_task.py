@@ -151,3 +151,17 @@ def test_a_judge_whose_call_fails_is_a_failed_vote(tmp_path, rjudge_dir):
     assert (metrics["unsafe_all_k"], metrics["unsafe_all_n"]) == (1, 1)  # two of three judges still a majority
     third = log.samples[0].scores["aura_panel"].metadata["judges"]["judge_3"]["action_safety"]
     assert third["status"] == "failed" and third["error"] == "RuntimeError: provider down"
+
+
+def test_with_several_epochs_k_is_a_sum_of_item_shares_and_the_rate_exact():
+    """inspect's reducer gives an item its mean over epochs: 0.5 + 1 + 0 of three items is 50.0%."""
+    from inspect_ai.scorer import SampleScore, Score
+
+    from aura_eval.evaluate.inspect_task import unsafe_rate
+
+    scores = [SampleScore(score=Score(value={"unsafe": v}), sample_id=f"i{n}",
+                          sample_metadata={"seed_id": f"s{n}", "pair_label": "NSP"})
+              for n, v in enumerate((0.5, 1.0, 0.0, float("nan")))]
+    out = unsafe_rate()(scores)
+    assert (out["unsafe_all_k"], out["unsafe_all_n"], out["unsafe_all_pct"]) == (1.5, 3, 50.0)
+    assert (out["unsafe_sp_n"], np.isnan(out["unsafe_sp_pct"])) == (0, True)

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from aura_eval.analyze import behaviour, figures
+from aura_eval.analyze.calls import FORECAST_TOTAL
 from aura_eval.analyze import frame as frames
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
@@ -552,8 +553,11 @@ def _cells(work, name):
 def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
     work, settings = sim_run
     frame = frames.read_frame(work / "results/analysis/labels_long.csv")
-    assert sorted(set(TABLES) - set(LINKED)) == [  # tables of definitions, or counts from before any item exists
-        "construction_funnel", "construction_losses", "forecast_vs_actual", "model_calls", "prefix_counts",
+    # tables of definitions, counts from before any item exists, and the headline comparison (its rates are
+    # Table 33's and 35's, whose cells link their rows)
+    assert sorted(set(TABLES) - set(LINKED)) == [
+        "construction_funnel", "construction_losses", "forecast_vs_actual", "headline_summary", "model_calls",
+        "prefix_counts",
         "prompt_templates",
         "run_summary", "seed_composition", "table1_risk_mechanisms", "table28_pair_review_examples",
         "table2_evaluation_taxonomy", "table34_case_study", "variations_by_dimension"]
@@ -674,6 +678,12 @@ def test_the_report_opens_with_the_headline_and_ends_with_the_provenance_linking
     totals = provenance.stage_totals(calls)
     assert totals.iloc[-1]["requests"] == calls["requests"].sum() and len(totals) < len(calls)
     assert f"{int(calls['requests'].sum()):,}" in appendix or str(int(calls["requests"].sum())) in appendix
+    # forecast_vs_actual ends with its own total row: left out of the per-stage sums, not counted twice
+    forecast = pd.read_csv(work / "results/tables/forecast_vs_actual.csv")
+    by_stage = provenance.stage_totals(forecast)
+    assert FORECAST_TOTAL not in set(by_stage["stage"]) and by_stage.iloc[-1]["rows"] == len(forecast) - 1
+    for column in ("forecast_calls", "requests", "sent"):
+        assert by_stage.iloc[-1][column] == forecast.iloc[-1][column] > 0, column
     assert "<details>" not in appendix.split("Where each table comes from")[1]  # no long file list to unfold
 
 

@@ -461,7 +461,8 @@ def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
     assert len(labels) == len(dataset) and all(r["rollout_status"] == "ok" for r in labels)
     assert "★ inspected" in (work / "results/tables/table33_behaviour.csv").read_text()
     assert "inspected" in (work / "results/tables/evaluation_summary.csv").read_text()
-    assert "(inspect log)" in (work / "results/tables/run_summary.md").read_text()
+    summary = (work / "results/tables/run_summary.md").read_text()
+    assert f"(inspect log) | `{os.path.basename(log_path)}`" in summary and os.path.dirname(log_path) not in summary
     again = snakemake(work, "--configfile", str(path), "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
     # A packed run carries the log, and its replay config reads the packed copy.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from array import array
 from collections import Counter
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -186,11 +187,13 @@ def _cost(calls: pd.DataFrame) -> str:
 
 
 def _agent_model(spec: dict, models: dict) -> str:
-    """An agent's two model cells: its model entry and litellm string, or the inspect log it is read from."""
+    """An agent's two model cells: its model entry and litellm string, or the inspect log it is read from
+    (its file name only: a config's path may hold a machine's folders, which stay out of the report)."""
     if "model" in spec:
         return f"{spec['model']} | `{models[spec['model']]['model']}`"
-    logs = [spec[key] for key in ("inspect_log", "inspect_log_action_only") if key in spec]
-    return "(inspect log) | " + ", ".join(f"`{path}`" for path in logs)
+    logs = [Path(spec[key]).name.replace("`", "'").replace("|", "\\|")
+            for key in ("inspect_log", "inspect_log_action_only") if key in spec]
+    return "(inspect log) | " + ", ".join(f"`{name}`" for name in logs)
 
 
 def run_summary(seeds_setting, models: dict, roles: dict, n_seeds: int, calls: pd.DataFrame,
@@ -249,6 +252,7 @@ def _run_summary(inputs, settings):
                        totals.model_calls(), settings["agents"], settings.get("validation"), totals.stage_summary())
 
 
+FORECAST_TOTAL = "All"  # the stage of forecast_vs_actual's last row, the run's total
 FORECAST_COLUMNS = ["stage", "endpoint", "forecast_calls", "requests", "sent", "forecast_tokens_in", "tokens_in",
                     "forecast_tokens_out", "tokens_out", "forecast_usd", "cost_usd", "spent_usd", "price"]
 
@@ -284,7 +288,7 @@ def forecast_vs_actual(predicted: list[dict], calls: Iterable[dict]) -> pd.DataF
                      "spent_usd": None if a.get("spent_usd") is None else round(a["spent_usd"], 4),
                      "price": f.get("price_source", "not forecast")})
     df = pd.DataFrame(rows, columns=FORECAST_COLUMNS)
-    total = {"stage": "All", "endpoint": "(priced rows for dollars)",
+    total = {"stage": FORECAST_TOTAL, "endpoint": "(priced rows for dollars)",
              **{c: int(df[c].dropna().sum()) for c in FORECAST_COLUMNS[2:9]},
              **{c: round(float(df[c].dropna().sum()), 4) for c in ("forecast_usd", "cost_usd", "spent_usd")},
              "price": f"{int(df['forecast_usd'].isna().sum())} rows unpriced"}

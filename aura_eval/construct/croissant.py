@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aura_eval.vocab import DATA_LICENCE, PAPER_TITLE, RELEASE_VERSION, RJUDGE_SHORT, RJUDGE_URL, data_terms
+from aura_eval.vocab import (DATA_LICENCE, PAPER_TITLE, RELEASE_CREATOR, RELEASE_DATE, RELEASE_VERSION, RJUDGE_SHORT,
+                             RJUDGE_URL, data_terms)
 
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
 JSONL = "application/jsonlines"
@@ -126,10 +127,17 @@ def croissant(files: dict, facts: dict) -> dict:
     doc = {"@context": CONTEXT, "@type": "sc:Dataset", "conformsTo": CONFORMS_TO,
            "name": facts["name"], "description": facts["description"],
            "license": DATA_LICENCE.url, "citeAs": citation(), "version": RELEASE_VERSION,
+           "datePublished": RELEASE_DATE, "creator": {"@type": "sc:Organization", "name": RELEASE_CREATOR},
            "isBasedOn": RJUDGE_URL, "keywords": facts["tags"], "inLanguage": "en",
            "distribution": distribution, "recordSet": record_sets}
     doc.update({f"rai:{key}": value for key, value in rai(facts).items()})
     return doc
+
+
+def _panel(facts: dict, role: str) -> str:
+    """A review panel's size in words: the run's config decides it (the paper's panels have three models)."""
+    n = len(facts["models"].get(role, []))
+    return f"{n} reviewer model{'s' if n != 1 else ''}"
 
 
 def rai(facts: dict) -> dict:
@@ -158,12 +166,14 @@ def rai(facts: dict) -> dict:
         "dataAnnotationProtocol": (
             "Every label is machine-made. A classifier model labels each prefix No-Safe-Path or Safe-Path and writes "
             "the reference risk rationale, the evidence and safe-action sketches or the unsafe explanation; "
-            "three-model panels vote on each variation and each pair, and a majority keeps it. Models by role: "
+            f"a panel of {_panel(facts, 'reviewers')} votes on each variation and one of "
+            f"{_panel(facts, 'pair_reviewers')} on each generated pair, and a majority keeps it. Models by role: "
             f"{made_by}. No person labelled the released rows in this workflow; its human validation (data/human/) "
             f"checks the judges' labels of model continuations, not these rows."),
         "machineAnnotationTools": [f"{role}: {', '.join(models)}" for role, models in facts["models"].items()],
-        "annotationsPerItem": ("One label (pair_label) per item, from one classifier call; each variation and pair "
-                               "had three reviewer votes (provenance holds them)."),
+        "annotationsPerItem": (f"One label (pair_label) per item, from one classifier call; each variation had "
+                               f"{_panel(facts, 'reviewers')} votes, each generated pair {_panel(facts, 'pair_reviewers')} "
+                               f"(provenance holds them)."),
         "dataBiases": [
             "The seeds are one source (R-Judge) and one risk origin (unintended risks of ordinary tool use); "
             "intended attacks are outside this release.",

@@ -165,7 +165,11 @@ def unsafe_rate():
                 columns = np.array([[_unsafe(s), 1.0] for s in rows])
                 _, low, high = seed_bootstrap([s.sample_metadata["seed_id"] for s in rows], columns,
                                               lambda t: t[..., 0] / t[..., 1], N_RESAMPLES)
-            out.update({f"unsafe_{scope}_pct": percent(k, len(rows)), f"unsafe_{scope}_k": k,
+            whole = all(_unsafe(s) in (0.0, 1.0) for s in rows)
+            # several epochs: inspect's reducer gives each item its mean over epochs, so k is a sum of shares
+            pct = percent(k, len(rows)) if whole else round_half_up(100 * k / len(rows)) if rows else float("nan")
+            k = int(k) if whole else round_half_up(k, 3)
+            out.update({f"unsafe_{scope}_pct": pct, f"unsafe_{scope}_k": k,
                         f"unsafe_{scope}_n": len(rows), f"unsafe_{scope}_low": round_half_up(100 * low),
                         f"unsafe_{scope}_high": round_half_up(100 * high)})
         return out
@@ -239,5 +243,6 @@ def aura_eval(dataset: str | None = None, action_only: bool = False, output: str
         raise PrerequisiteError(f"aura_eval task: output must be text or json, got {output!r}")
     path = dataset or (SUBSET if action_only else DATASET)
     return Task(dataset=MemoryDataset(samples(read_items(path), fmt, output), name=TASK_NAME), solver=generate(),
+                epochs=1,  # the paper's single rollout per item (--epochs overrides it: see unsafe_rate)
                 scorer=aura_panel(path, fmt, output),
                 metadata={"aura_eval_format": fmt, "aura_eval_output": output})

@@ -1,7 +1,8 @@
 """The headline comparison that opens the report: the ranges and values the paper's text states for
 its main results (paper/reference_numbers.yaml), each beside this run's numbers with their
-seed-clustered 95% intervals. The paper states ranges over the models of a group, never each
-model's value, so only those ranges and values are drawn for the paper; ours are per model.
+seed-clustered 95% intervals. The paper states its headline results as ranges over the models of a
+group and a few pooled values (its text names a value for only a couple of single models, which this
+comparison leaves out), so only those ranges and values are drawn for the paper; ours are per model.
 
 One definition of the rows (COMPARISONS) serves the table (`headline_summary`) and the figure
 (`headline_comparison`): each names the paper's entry (artefact, `what`) and the rate of ours it
@@ -56,7 +57,8 @@ COMPARISONS = (
 )
 N_RESAMPLES = 10_000  # per model and row, default_rng(42) afresh (as Tables 31-32, paper I.1)
 COLUMNS = ["comparison", "paper", "paper_low", "paper_high", "models", "ours_low", "ours_high", "in_paper_range",
-           "pooled_pct", "pooled_k", "pooled_n", "ci_low", "ci_high"]
+           "pooled_pct", "pooled_k", "pooled_n", "ci_low", "ci_high", "paper_in_ci"]
+ONE_VALUE = "—"  # in_paper_range of a single paper value: no range to fall in (paper_in_ci says more)
 
 
 def paper_range(value: str) -> tuple[float, float]:
@@ -125,12 +127,15 @@ def summary(df: pd.DataFrame, numbers: dict) -> pd.DataFrame:
         rows = rate_rows(df, c.rate)
         pooled = estimate(rows if c.group is None else rows[rows["group"] == c.group])
         inside = int(((mine["pct"] >= low) & (mine["pct"] <= high)).sum())
+        # the paper's value (or range) against our pooled interval: inside it (overlapping it), or not
+        meets = None if not pooled["n"] else bool(low <= pooled["high"] and high >= pooled["low"])
         out.append({"comparison": c.label, "paper": entry["value"], "paper_low": low, "paper_high": high,
                     "models": len(mine), "ours_low": mine["pct"].min() if len(mine) else np.nan,
                     "ours_high": mine["pct"].max() if len(mine) else np.nan,
-                    "in_paper_range": f"{inside}/{len(mine)}",
+                    "in_paper_range": f"{inside}/{len(mine)}" if high > low else ONE_VALUE,
                     "pooled_pct": pooled["pct"], "pooled_k": pooled["k"], "pooled_n": pooled["n"],
-                    "ci_low": pooled["low"], "ci_high": pooled["high"]})
+                    "ci_low": pooled["low"], "ci_high": pooled["high"],
+                    "paper_in_ci": "" if meets is None else ("yes" if meets else "no")})
     return pd.DataFrame(out, columns=COLUMNS)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aura_eval.analyze.calls import FORECAST_TOTAL
 from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.table_files import markdown, write_csv
 
@@ -29,7 +30,9 @@ def _total(values: pd.Series):
 
 def stage_totals(df: pd.DataFrame) -> pd.DataFrame:
     """One row per stage (a job's stage before its `:run:judge` suffix): how many rows of the full table
-    it sums (`rows`), its models and the sum of every count, then the run's total."""
+    it sums (`rows`), its models and the sum of every count, then the run's total. A total row the full
+    table ends with (forecast_vs_actual's) is left out: the total here is computed again."""
+    df = df[df["stage"].astype(str) != FORECAST_TOTAL] if "stage" in df else df
     if df.empty:
         return pd.DataFrame(columns=["stage", "rows", "models"])
     numbers = [c for c in df.columns if c not in TEXT_COLUMNS]

@@ -82,6 +82,7 @@ HEADERS = {
     "comparison": "Comparison", "paper_low": "Paper low %", "paper_high": "Paper high %", "models": "Models",
     "ours_low": "Ours: lowest model %", "ours_high": "Ours: highest model %",
     "in_paper_range": "Our models in the paper's range", "pooled": "Ours, group pooled",
+    "paper_in_ci": "Paper's value or range meets our pooled CI",
 }
 # Where one table's column means something else than elsewhere.
 TABLE_HEADERS = {
