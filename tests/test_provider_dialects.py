@@ -21,6 +21,7 @@ EMULATOR_CRED = "emu-cred-5d1c7a0b93e2"
 EVERY = 6  # every 6th request of each emulator gets the next of its provider's retryable errors
 WAIT_S = 1.0  # the wait each error asks for, where its provider asks for one
 BACKOFF_S = 0.25  # our own backoff where the provider asks for none
+ANSWER_LATENCY_S = 0.25  # per asked wait: how long an answer may take to reach the client on a loaded machine
 # Agents on the dialects the judges do not speak (each agent adds 8 jobs, ~6 s of CPU each for
 # litellm's import): OpenAI and Anthropic answer every run as panel judges, and construction; DeepSeek
 # answers as the replacement judge of the vendor swap (for the Gemini agent, whose vendor judges).
@@ -105,11 +106,12 @@ def test_each_provider_saw_its_errors_and_each_retry_waited_what_it_asked(dialec
         # Each request the emulator saw is an attempt a call log counts; each retryable error one retry.
         assert counts["requests"] == sum(r["attempts"] for r in mine) and errors == retries > 0
         assert set(counts["sent"]) <= {"ok", *emulator.retryable}  # nothing refused: each request as it accepts
-        # At least the asked waits (Anthropic's reset time is read to the second: 0.05 s of slack each);
-        # at most those plus our own backoff's cap for each error that asked for none (twice the first
-        # retry's cap: a request can meet two).
-        slack = 0.05 * counts["waits_asked"]
-        assert counts["waits_asked_s"] - slack <= waited <= counts["waits_asked_s"] + unasked * 2 * BACKOFF_S + slack
+        # At least the asked waits, at most those plus our own backoff's cap for each error that asked for
+        # none (twice the first retry's cap: a request can meet two). Slack per asked wait: Anthropic's reset
+        # is a time, not a duration, so the time its answer takes to reach the client is already waited
+        # (0.43 s over 4 waits, seen once on a loaded machine; the asked waits are about 1 s each).
+        slack = ANSWER_LATENCY_S * counts["waits_asked"]
+        assert counts["waits_asked_s"] - slack <= waited <= counts["waits_asked_s"] + unasked * 2 * BACKOFF_S + slack, name
     print("\nper dialect:", report)
 
 
