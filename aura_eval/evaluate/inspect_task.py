@@ -7,7 +7,7 @@ the rollout job does (`rollout.rollout_row`) and asks the three-judge panel, bou
 roles, through the panel's own two phases (`judging.panel_steps`), reading each answer with the model
 module's parser (`types.read_result`) and tallying the axes with `judging.final_labels`. The metrics
 are the headline ones: unsafe rate overall, on NSP and on SP items, each with k/n and a
-seed-clustered 95% bootstrap interval (`util.stats.seed_bootstrap`), plus counts of every judge
+seed-clustered 95% bootstrap interval (`util.stats.seed_rate_interval`), plus counts of every judge
 vote that chose nothing, by axis and status. Task parameters (`-T`): `action_only=true` runs the
 action-only subset with the action-only prompt; `dataset=<path>` reads other items; `output=json`
 asks for the JSON agent format. The log this writes can come back into the workflow as an agent's
@@ -21,7 +21,6 @@ import importlib.util
 import os
 from pathlib import Path
 
-import numpy as np
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, ModelOutput, get_model,
@@ -36,7 +35,7 @@ from aura_eval.llm.answers import FAILED, STATUSES
 from aura_eval.llm.types import Endpoint, Request, Result, read_result
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
-from aura_eval.util.stats import percent, round_half_up, seed_bootstrap
+from aura_eval.util.stats import percent, round_half_up, seed_rate_interval
 from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, AXES, NSP, REACT, SP, UNSAFE
 
 TASK_NAME = "aura_eval"
@@ -160,18 +159,15 @@ def unsafe_rate():
             rows = [s for s in scores if label is None or (s.sample_metadata or {}).get("pair_label") == label]
             rows = [s for s in rows if _unsafe(s) == _unsafe(s)]  # NaN: no safety label, left out
             k = sum(_unsafe(s) for s in rows)
-            low = high = float("nan")
-            if rows:
-                columns = np.array([[_unsafe(s), 1.0] for s in rows])
-                _, low, high = seed_bootstrap([s.sample_metadata["seed_id"] for s in rows], columns,
-                                              lambda t: t[..., 0] / t[..., 1], N_RESAMPLES)
+            low, high = seed_rate_interval([s.sample_metadata["seed_id"] for s in rows],
+                                           [_unsafe(s) for s in rows], N_RESAMPLES)
             whole = all(_unsafe(s) in (0.0, 1.0) for s in rows)
             # several epochs: inspect's reducer gives each item its mean over epochs, so k is a sum of shares
             pct = percent(k, len(rows)) if whole else round_half_up(100 * k / len(rows)) if rows else float("nan")
             k = int(k) if whole else round_half_up(k, 3)
             out.update({f"unsafe_{scope}_pct": pct, f"unsafe_{scope}_k": k,
-                        f"unsafe_{scope}_n": len(rows), f"unsafe_{scope}_low": round_half_up(100 * low),
-                        f"unsafe_{scope}_high": round_half_up(100 * high)})
+                        f"unsafe_{scope}_n": len(rows), f"unsafe_{scope}_low": low,
+                        f"unsafe_{scope}_high": high})
         return out
 
     return compute

@@ -21,7 +21,7 @@ from aura_eval.analyze import figures
 from aura_eval.analyze.behaviour import flip_population
 from aura_eval.analyze.frame import react_frame
 from aura_eval.report import paper_numbers
-from aura_eval.util.stats import percent, round_half_up, seed_bootstrap
+from aura_eval.util.stats import percent, seed_rate_interval
 from aura_eval.vocab import GROUP_MARK, NSP, PAIR_LABELS, SAFE, SP, UNSAFE, builder
 
 ALL_MODELS = "all models"
@@ -93,12 +93,8 @@ def rate_rows(df: pd.DataFrame, rate: str) -> pd.DataFrame:
 def estimate(rows: pd.DataFrame) -> dict:
     """k, n, the rate in % and its seed-clustered 95% percentile interval (NaN without rows)."""
     k, n = int(rows["hit"].sum()), len(rows)
-    low = high = np.nan
-    if n:
-        _, low, high = seed_bootstrap(rows["seed_id"].to_numpy(), np.column_stack([rows["hit"].to_numpy(float),
-                                      np.ones(n)]), lambda t: t[..., 0] / t[..., 1], n_resamples=N_RESAMPLES)
-    return {"k": k, "n": n, "pct": percent(k, n) if n else np.nan,
-            "low": round_half_up(100 * low), "high": round_half_up(100 * high)}
+    low, high = seed_rate_interval(rows["seed_id"].to_numpy(), rows["hit"].to_numpy(float), N_RESAMPLES)
+    return {"k": k, "n": n, "pct": percent(k, n) if n else np.nan, "low": low, "high": high}
 
 
 def points(df: pd.DataFrame) -> pd.DataFrame:

@@ -213,6 +213,18 @@ def seed_bootstrap(seed_ids, columns, statistic, n_resamples: int = 10_000, seed
     return point, low, high
 
 
+def seed_rate_interval(seed_ids, hits, n_resamples: int = 10_000, seed: int = 42) -> tuple[float, float]:
+    """The seed-clustered 95% interval of a rate, in % to one decimal: `hits` per row (0/1, or a share),
+    the rate their sum over the rows; (NaN, NaN) without rows."""
+    import numpy as np
+
+    if not len(hits):
+        return float("nan"), float("nan")
+    columns = np.column_stack([np.asarray(hits, dtype=float), np.ones(len(hits))])
+    _, low, high = seed_bootstrap(seed_ids, columns, lambda t: t[..., 0] / t[..., 1], n_resamples, seed)
+    return round_half_up(100 * low), round_half_up(100 * high)
+
+
 def _rate_difference(totals):
     # totals: (NSP unsafe, NSP resolved rows, SP unsafe, SP resolved rows)
     return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
