@@ -73,10 +73,12 @@ class StageRun:
         if threads:
             local.set_threads(threads)
         self.stage, self.calls_path = stage, calls_path
-        stop.install_job_handlers()  # a signal stops the sending, not the process mid-write
+        # a signal stops the sending, not the process mid-write; the handlers are put back on leaving
+        self._handlers = stop.install_job_handlers()
         try:
             self.client = ModelClient(llm, stage=stage, progress=progress)
         except CacheError as err:
+            stop.restore_handlers(self._handlers)
             raise cache_exit(stage, err) from None
         self.max_failed_share = self.client.call.max_failed_share
         print(f"{stage}: call settings: {self.client.call.shown()}", file=sys.stderr)
@@ -86,6 +88,12 @@ class StageRun:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self._leave(exc_type, exc)
+        finally:  # after the call log is written: a signal must not cut that write
+            stop.restore_handlers(self._handlers)
+
+    def _leave(self, exc_type, exc) -> None:
         if isinstance(exc, CacheError):
             raise cache_exit(self.stage, exc) from None
         if isinstance(exc, stop.RunStopped):

@@ -79,11 +79,12 @@ def job_model_strings(models, wildcards):
 
 
 def model_threads(models):
-    """A model job's threads: the embedded model's up to 2 (llama.cpp computes on them), the
+    """A model job's threads: the embedded model's up to 2 (llama.cpp computes on them; 1 in a replay), the
     simulator's 1, none for network models, which wait (aura_eval.llm.ratelimit.job_threads)."""
 
     def threads(wildcards):
-        return ratelimit.job_threads(job_model_strings(models, wildcards), workflow.cores)
+        return ratelimit.job_threads(job_model_strings(models, wildcards), workflow.cores,
+                                     bool((config.get("llm") or {}).get("replay")))
 
     return threads
 

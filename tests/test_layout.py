@@ -105,3 +105,29 @@ def test_every_registered_table_and_figure_has_its_builder():
     assert len(names) == 33 + 8 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")
+
+
+# A network model's stage on the stub (argv: folder, stub address, replay): the rows' statuses, and
+# whether the job loaded litellm.
+_NETWORK_JOB = (
+    "import sys; from aura_eval.stage import run_stage; from aura_eval.llm.types import Endpoint, Request; "
+    "ep = Endpoint(name='a', model='openai/stub-agent', api_base=sys.argv[2]); "
+    "llm = {'cache': sys.argv[1] + '/c.sqlite', 'replay': sys.argv[3] == 'replay', 'max_retries': 0}; "
+    "rows = run_stage('s', llm, [1, 2], lambda u: Request(item_id=str(u), endpoint=ep, "
+    "messages=[{'role': 'user', 'content': f'x{u}'}], prompt_id='agent_react_json', prompt_version=1, "
+    "role='agent', schema=None), lambda u, r: {'id': str(u), 'status': r.status}, sys.argv[1] + '/out.jsonl', "
+    "'id', sys.argv[1] + '/calls.jsonl', progress=False); "
+    "print(*[r['status'] for r in rows], 'litellm' in sys.modules)")
+
+
+@pytest.mark.suite
+def test_a_job_whose_answers_are_all_cached_never_imports_litellm(tmp_path, stub):
+    """A rerun that finds every answer in the cache, and a replay, send nothing and so never pay
+    litellm's import (seconds of CPU per job); the first run, which must send, loads it."""
+    def job(mode):
+        return subprocess.run([sys.executable, "-c", _NETWORK_JOB, str(tmp_path), stub.api_base, mode],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    assert job("live") == "ok ok True" and len(stub.state.requests) == 2
+    assert job("live") == "ok ok False"
+    assert job("replay") == "ok ok False" and len(stub.state.requests) == 2

@@ -194,3 +194,21 @@ def test_a_signal_to_a_job_writes_the_mark_and_stops_it(tmp_path):
     assert mark.exists() and "SIGINT to job" in mark.read_text()
     assert max(arrived) <= signalled + stop.POLL_S + 0.1 and ended - signalled < stop.GRACE_S + 3
     assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_a_stage_run_in_process_gives_its_signal_handlers_back(tmp_path):
+    """A job installs its own SIGINT/SIGTERM handlers while it calls; a stage run inside a longer-lived
+    process (a test, a notebook) gives the process's own back on leaving, so Ctrl-C works again."""
+    import signal
+
+    from aura_eval.llm import stop
+    from aura_eval.llm.types import Endpoint, Request
+    from aura_eval.stage import run_stage
+
+    before = {sig: signal.getsignal(sig) for sig in stop.SIGNALS}
+    ep = Endpoint(name="j", model="aura_sim/judge")
+    rows = run_stage("s", {"cache": str(tmp_path / "c.sqlite")}, [1], lambda u: Request(
+        item_id=str(u), endpoint=ep, messages=[{"role": "user", "content": "x"}], prompt_id="judge_action_safety",
+        prompt_version=1, role="judge", schema=None), lambda u, r: {"id": str(u), "status": r.status},
+        tmp_path / "out.jsonl", "id", tmp_path / "calls.jsonl", progress=False)
+    assert len(rows) == 1 and {sig: signal.getsignal(sig) for sig in stop.SIGNALS} == before

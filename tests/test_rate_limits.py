@@ -107,6 +107,9 @@ def test_threads_by_model():
     assert ratelimit.job_threads(["aura_local/smollm2-135m-instruct"], 8) == 2
     assert ratelimit.job_threads(["aura_local/smollm2-135m-instruct", "openai/gpt-x"], 1) == 1
     assert ratelimit.job_threads(["aura_sim/agent"], 8) == 1
+    # a replay generates nothing: the embedded model's jobs take one core each
+    assert ratelimit.job_threads(["aura_local/smollm2-135m-instruct"], 8, replay=True) == 1
+    assert ratelimit.job_threads(["openai/gpt-x"], 8, replay=True) == 0
 
 
 def test_a_job_learns_the_whole_limits_of_its_shares():
@@ -238,3 +241,8 @@ def test_embedded_model_jobs_keep_their_threads(tmp_path):
     assert {job["threads"] for rule in ("tag_steps", "rollout", "judge_detection_type") for job in jobs[rule]} == {2}
     assert not any(name.startswith(("rpm_", "network", ratelimit.PACING)) for rule in jobs.values() for job in rule
                    for name in job)
+    settings = yaml.safe_load((work / "config/config.yaml").read_text())
+    settings["llm"]["replay"] = True
+    (work / "replay.yaml").write_text(yaml.safe_dump(settings))
+    replay = planned(work, "--configfile", "replay.yaml")  # it generates nothing: one core each
+    assert {job["threads"] for rule in ("tag_steps", "rollout", "judge_detection_type") for job in replay[rule]} == {1}

@@ -355,9 +355,11 @@ class ModelClient:
             batch_run = BatchRun(self, [requests[i] for i in batched], litellm_module)
             batch_run.submit()
         if remote:
-            # litellm imported before any lease is claimed: its seconds (a minute on a loaded machine)
-            # must not pass between a claim and its send.
-            litellm_module()
+            # litellm is loaded only when a request must be sent, so a replay and a rerun that finds
+            # every answer cached never pay its import (about 5 s of CPU); and it is loaded before any
+            # lease is claimed: its seconds must not pass between a claim and its send.
+            if not self.replay and any(self.cache.get(cache_key(self.describe(requests[i]))) is None for i in remote):
+                litellm_module()
             for i, result in zip(remote, asyncio.run(self._run_all([requests[i] for i in remote]))):
                 results[i] = result
         if batched:

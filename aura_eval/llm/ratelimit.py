@@ -86,12 +86,13 @@ def job_resources(models: list[str], limits: dict, jobs_per_limit: int,
     return out
 
 
-def job_threads(models: list[str], cores: int) -> int:
-    """Threads of a model job: the embedded model uses up to 2 (llama.cpp computes on them), the
-    simulator 1 (it answers in-process), network models none (see NETWORK_JOBS)."""
+def job_threads(models: list[str], cores: int, replay: bool = False) -> int:
+    """Threads of a model job: the embedded model uses up to 2 (llama.cpp computes on them) but 1
+    in a replay (it generates nothing there: every answer comes from the cache), the simulator 1
+    (it answers in-process), network models none (see NETWORK_JOBS)."""
     providers = {provider_of(m) for m in models}
     if LOCAL_PROVIDER in providers:
-        return min(2, cores)
+        return min(1 if replay else 2, cores)
     return 1 if SIM_PROVIDER in providers else 0
 
 

@@ -78,16 +78,26 @@ def _name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def install_job_handlers() -> None:
+def install_job_handlers() -> dict:
     """SIGINT and SIGTERM in a model job: flag this process and write the mark. The job itself
-    stops at its next check (ModelClient watches while requests are in flight)."""
+    stops at its next check (ModelClient watches while requests are in flight). Returns the
+    handlers replaced, for `restore_handlers` once the job's calls are over (a stage run in a
+    longer-lived process, such as a test, must not leave the process deaf to Ctrl-C)."""
     def handler(signum, frame):
         if not _flagged:
             _flagged.append(f"{_name(signum)} received")
             write_mark(f"{_name(signum)} to job")
 
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     for sig in SIGNALS:
         signal.signal(sig, handler)
+    return previous
+
+
+def restore_handlers(previous: dict) -> None:
+    """Put back the handlers `install_job_handlers` replaced."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def install_run_handlers() -> None:
