@@ -240,7 +240,7 @@ def test_pack_json_holds_no_absolute_path_for_a_config_outside_the_run_folder(tm
     elsewhere.mkdir()
     config = elsewhere / "paper.yaml"
     config.write_text(yaml.safe_dump({"rjudge_dir": "rjudge", "llm": {"cache": str(root / "cache/run.sqlite")}}))
-    pack(tmp_path / "run.tar.gz", configfile=str(config), root=str(root))
+    pack(tmp_path / "run.tar.gz", configfiles=[str(config)], root=str(root))
     with tarfile.open(tmp_path / "run.tar.gz") as tar:
         assert tar.getnames()[0] == "MANIFEST.sha256"
         info = json.loads(tar.extractfile("PACK.json").read())
