@@ -201,18 +201,10 @@ def test_pack_stores_the_merged_config(tmp_path):
     from aura_eval.tools.pack import pack
     from aura_eval.workflow_config import load_configs
 
-    root = tmp_path / "run"
-    for part in ("results/dataset", "results/tables", "results/report", "rjudge", "cache", "config"):
-        (root / part).mkdir(parents=True)
-    (root / "results/dataset/aura_eval.jsonl").write_text("{}\n")
-    (root / "results/tables/t.csv").write_text("a\n")
-    (root / "results/report/report.html").write_text("<html></html>")
-    (root / "rjudge/SOURCE.md").write_text("R-Judge\n")
-    import sqlite3
+    from tests.test_unpack_checks import finished_run
 
-    with sqlite3.connect(root / "cache/run.sqlite") as db:
-        db.execute("CREATE TABLE responses (key TEXT)")
-    db.close()
+    root = finished_run(tmp_path / "run")
+    (root / "config").mkdir()
     (root / "config/base.yaml").write_text(yaml.safe_dump({"rjudge_dir": "rjudge", "seeds": 8,
                                                             "llm": {"cache": "cache/run.sqlite", "replay": False}}))
     overlay = _overlay(tmp_path)
