@@ -83,8 +83,20 @@ bench: venv
 	$(BIN)/python benchmarks/bench_coverage.py
 	$(BIN)/python benchmarks/bench_call_tables.py
 	$(BIN)/python benchmarks/bench_cache_check.py
+	$(BIN)/python benchmarks/bench_answer_shapes.py
+	$(BIN)/python benchmarks/bench_inspect_task.py
+	$(BIN)/python benchmarks/bench_report_pages.py  # the printed report of `make simulate`'s run; needs Chromium (make browser)
 	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
+
+# The guides under docs/ as a site (Sphinx, MyST Markdown, furo): warnings are errors, so a broken
+# link, a missing page or an unknown heading anchor fails the build. Its tools (requirements-docs.txt)
+# stay out of requirements.txt, and so out of the container image.
+.PHONY: docs
+DOCS_OUT ?= docs/_build/html
+docs: venv
+	$(BIN)/pip install --quiet -r requirements-docs.txt -c constraints.txt
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_OUT)
 
 # Keeps results/README.md (what lands where) and the response cache.
 clean:

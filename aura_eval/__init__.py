@@ -6,4 +6,6 @@ model-stage runner), `seeds`, `tagging`, `construct`, `dataset`, `rollout`, `jud
 `reliability`, `validation`, `analysis`, `run_tables`, `figures`, `render`.
 """
 
+# The one source of the version: pyproject.toml reads it, the dataset release carries it
+# (vocab.RELEASE_VERSION), and a test checks CITATION.cff and CHANGELOG.md against it.
 __version__ = "0.1.0"

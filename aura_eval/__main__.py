@@ -3,10 +3,14 @@
     python -m aura_eval cache explain <cache> <item id or key prefix> [--stage S] [--results DIR] [--logs DIR]
     python -m aura_eval cache check <cache>
     python -m aura_eval cache repair <cache>
-    python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
+    python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml [more.yaml ...]] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
-    python -m aura_eval forecast [--configfile config/config.yaml] [--root .] [--out results/forecast] [--no-results]
-    python -m aura_eval preflight [--configfile config/config.yaml]
+    python -m aura_eval forecast [--configfile config/config.yaml [more.yaml ...]] [--root .] [--out results/forecast] [--no-results]
+    python -m aura_eval preflight [--configfile config/config.yaml [more.yaml ...]]
+
+`--configfile` takes several files, as Snakemake does (`--configfile A B`, or the flag repeated):
+they are merged in order as Snakemake merges them (`workflow_config.merge_configs`), so the default
+config plus one model file is forecast, preflighted and packed as the workflow runs it.
 
 See `aura_eval.tools.cache_explain`, `aura_eval.tools.cache_repair`, `aura_eval.tools.pack`,
 `aura_eval.analyze.forecast` and `aura_eval.tools.preflight`. Errors print one line and exit 1; `cache check`
@@ -18,6 +22,16 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
+
+from aura_eval.workflow_config import DEFAULT_CONFIGFILE
+
+
+CONFIGFILE_HELP = ("the run's config file(s), merged in order as Snakemake merges them (a list after the flag, "
+                   "or the flag repeated); default " + DEFAULT_CONFIGFILE)
+
+
+def _configfile_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--configfile", nargs="+", action="extend", metavar="FILE", help=CONFIGFILE_HELP)
 
 
 def main(argv=None) -> int:
@@ -38,7 +52,7 @@ def main(argv=None) -> int:
     repair.add_argument("cache", help="the cache file (llm.cache); no run may be using it")
     pack = commands.add_parser("pack", help="a finished run as one .tar.gz with a MANIFEST of sha256 checksums")
     pack.add_argument("out")
-    pack.add_argument("--configfile", default="config/config.yaml", help="the config the run used")
+    _configfile_option(pack)
     pack.add_argument("--root", default=".", help="the working directory of the run")
     unpack = commands.add_parser("unpack", help="verify an archive and place it in a checkout for a replay")
     unpack.add_argument("archive")
@@ -50,22 +64,22 @@ def main(argv=None) -> int:
     unpack.add_argument("--max-files", type=int, default=None, help="the most members the archive may hold "
                                                                      "(default 100000)")
     forecast = commands.add_parser("forecast", help="calls, tokens, dollars and wall time of a run, before any call")
-    forecast.add_argument("--configfile", default="config/config.yaml", help="the run's config")
+    _configfile_option(forecast)
     forecast.add_argument("--root", default=".", help="the working directory of the run (its results/, raw data)")
     forecast.add_argument("--out", default="results/forecast", help="where forecast.csv and forecast.json go")
     forecast.add_argument("--no-results", action="store_true", help="read no intermediate file: the config only")
     preflight = commands.add_parser("preflight", help="one tiny request per model entry in use: OK, or what is "
                                                       "wrong and how to fix it (exit 1 on any problem)")
-    preflight.add_argument("--configfile", default="config/config.yaml", help="the run's config")
+    _configfile_option(preflight)
     args = parser.parse_args(argv)
+    if hasattr(args, "configfile"):
+        args.configfile = args.configfile or [DEFAULT_CONFIGFILE]
     if args.command in ("forecast", "preflight"):
-        import yaml
-
-        from aura_eval.workflow_config import ConfigError, complete_config
+        from aura_eval.workflow_config import ConfigError, complete_config, load_configs
 
         try:
-            # The file's values as the workflow sees them: the defaults of what it leaves out filled in.
-            config, filled = complete_config(yaml.safe_load(open(args.configfile, encoding="utf-8")))
+            # The files' values as the workflow sees them: merged, the defaults of what they leave out filled in.
+            config, filled = complete_config(load_configs(args.configfile))
         except (OSError, ConfigError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
@@ -112,7 +126,7 @@ def main(argv=None) -> int:
         if args.command == "pack":
             from aura_eval.tools.pack import pack as run_pack
 
-            done = run_pack(args.out, configfile=args.configfile, root=args.root)
+            done = run_pack(args.out, configfiles=args.configfile, root=args.root)
             print(f"packed {done['files']} files ({done['cache_rows']} cached responses) into {args.out}: "
                   f"{done['bytes']:,} bytes")
             return 0

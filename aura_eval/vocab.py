@@ -22,6 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from aura_eval import __version__
+
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
 # -- R-Judge and trajectories ---------------------------------------------------------
@@ -260,8 +262,8 @@ RJUDGE_CITATION = ("Tongxin Yuan, Zhiwei He, Lingzhong Dong, Yiming Wang, Ruijie
 RJUDGE_SHORT = "R-Judge, Yuan et al., Findings of EMNLP 2024"
 # The paper this project reproduces; its text names no authors or venue, so neither is given here.
 PAPER_TITLE = "AURA-Eval: Evaluation Framework for Acting Under Risk Awareness in LLM Agent Trajectories"
-RELEASE_VERSION = "0.1.0"  # the release's version (Croissant `version`); pyproject.toml's version
-RELEASE_DATE = "2026-12-04"  # the version's date (Croissant `datePublished`): fixed, so reruns stay identical
+RELEASE_VERSION = __version__  # the dataset release's version (Croissant `version`) is the software's
+RELEASE_DATE = "2026-12-04"  # the version's date (Croissant `datePublished`, CITATION.cff, CHANGELOG.md): fixed, so reruns stay identical
 RELEASE_CREATOR = "AURA-Eval reference implementation (the contributors of this repository)"  # Croissant `creator`
 
 

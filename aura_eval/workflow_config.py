@@ -94,6 +94,44 @@ def with_schema_defaults(config: dict, schema: dict | None = None) -> dict:
     return config
 
 
+DEFAULT_CONFIGFILE = "config/config.yaml"  # the Snakefile's `configfile:`, read only when no --configfile is given
+
+
+def merge_configs(*configs: dict) -> dict:
+    """Several configs as one, merged as Snakemake merges its `--configfile`s
+    (`snakemake.utils.update_config`): a later config's mapping updates the earlier one's key by key at
+    every level; any other value (a list, a number, a text, null) replaces the earlier one whole. The
+    inputs are left unchanged."""
+
+    def update(base: dict, overlay: dict) -> dict:
+        for key, value in overlay.items():
+            if isinstance(value, dict):
+                base[key] = update(base[key] if isinstance(base.get(key), dict) else {}, value)
+            else:
+                base[key] = copy.deepcopy(value)
+        return base
+
+    merged: dict = {}
+    for config in configs:
+        update(merged, config or {})
+    return merged
+
+
+def load_configs(paths) -> dict:
+    """The config files in `paths`, in order, merged (`merge_configs`). A file that cannot be read or
+    does not hold a mapping raises ConfigError naming it."""
+    configs = []
+    for path in paths:
+        try:
+            config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"config file {path}: {err}") from err
+        if not isinstance(config, (dict, type(None))):
+            raise ConfigError(f"config file {path} does not hold a mapping of keys")
+        configs.append(config)
+    return merge_configs(*configs)
+
+
 def vendor_swap_agents(config: dict) -> list[str]:
     """The agents sharing a vendor with a panel judge (paper F.4), when `reliability.vendor_swap` is on."""
     if not (config.get("reliability") or {}).get("vendor_swap"):

@@ -13,12 +13,13 @@ import shutil
 
 import pytest
 
+from tests.docs_claims import measured_jobs
 from tests.workflow import STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
 
 CONFIG = "mock.yaml"
 # The jobs of .test/config/mock.yaml (4 seeds, one agent in two formats, 3 judges, 5-judge
 # reliability): the same through every executor.
-TOTAL_JOBS = 79  # with the release's card and Croissant file (dataset_card) and the headline table and figure
+TOTAL_JOBS = measured_jobs()[".test/config/mock.yaml"]["total"]  # as docs/measurements.md states it
 MODEL_RULES = {"tag_steps": 1, "relevance": 1, "vary": 1, "review_variations": 1, "classify": 1, "generate_pairs": 1,
                "review_pairs": 1, "rollout": 2, "judge_detection_type": 6, "judge_safety": 6, "reliability": 3}
 

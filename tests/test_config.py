@@ -14,6 +14,7 @@ from aura_eval import vocab
 from aura_eval.tools import config_doc
 from aura_eval.workflow_config import (DEPENDENT_DEFAULTS, SCHEMA, ConfigError, canonical, check_config, fill_defaults,
                                        load_schema, missing_keys, with_schema_defaults)
+from tests.docs_claims import measured_jobs
 from tests.workflow import AGENT_MOCK, ROOT, mock_model, planned_jobs, scratch_copy, snakemake
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -193,7 +194,12 @@ def test_a_second_config_file_adds_a_model(work):
     assert filled == []  # config/config.yaml names the calibration and action-only agents itself
     assert jobs["rollout"] == default_jobs["rollout"] + 1 and jobs["labels"] == default_jobs["labels"] + 1
     assert jobs["judge_safety"] == default_jobs["judge_safety"] + 3
-    assert sum(jobs.values()) == sum(default_jobs.values()) + 8  # config/README.md: 84 jobs instead of 76
+    assert sum(jobs.values()) == sum(default_jobs.values()) + 8
+    # docs/measurements.md states both counts (and a few rules'); these dry runs check them.
+    measured = measured_jobs()
+    for counts, planned in ((measured["config/config.yaml"], default_jobs),
+                            (measured["config/config.yaml my-model.yaml"], jobs)):
+        assert counts == {"total": sum(planned.values()), **{r: planned[r] for r in counts if r != "total"}}
 
 
 def test_config_readme_table_is_generated_from_the_schema():

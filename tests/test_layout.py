@@ -17,7 +17,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
         "stages", "jobs",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
-        "construct.funnel", "construct.release", "construct.croissant", "construct.card",
+        "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
         "evaluate.validation", "evaluate.inspect_task", "evaluate.inspect_log",
         "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",

@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import tarfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -226,8 +227,9 @@ def test_the_printed_replay_command_is_the_projects_not_the_archives(tmp_path, c
     assert f"cd '{checkout}' && snakemake --forceall --configfile packed/config/replay.yaml" in out
 
 
-def test_pack_json_holds_no_absolute_path_for_a_config_outside_the_run_folder(tmp_path):
-    root, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+def finished_run(root: Path) -> Path:
+    """The least a run folder holds for `pack`: a dataset, a table, the report, R-Judge's note and an
+    empty cache at cache/run.sqlite."""
     for part in ("results/dataset", "results/tables", "results/report", "rjudge", "cache"):
         (root / part).mkdir(parents=True)
     (root / "results/dataset/aura_eval.jsonl").write_text("{}\n")
@@ -237,10 +239,15 @@ def test_pack_json_holds_no_absolute_path_for_a_config_outside_the_run_folder(tm
     with sqlite3.connect(root / "cache/run.sqlite") as db:
         db.execute("CREATE TABLE responses (key TEXT)")
     db.close()
+    return root
+
+
+def test_pack_json_holds_no_absolute_path_for_a_config_outside_the_run_folder(tmp_path):
+    root, elsewhere = finished_run(tmp_path / "run"), tmp_path / "elsewhere"
     elsewhere.mkdir()
     config = elsewhere / "paper.yaml"
     config.write_text(yaml.safe_dump({"rjudge_dir": "rjudge", "llm": {"cache": str(root / "cache/run.sqlite")}}))
-    pack(tmp_path / "run.tar.gz", configfile=str(config), root=str(root))
+    pack(tmp_path / "run.tar.gz", configfiles=[str(config)], root=str(root))
     with tarfile.open(tmp_path / "run.tar.gz") as tar:
         assert tar.getnames()[0] == "MANIFEST.sha256"
         info = json.loads(tar.extractfile("PACK.json").read())

@@ -15,6 +15,8 @@ import yaml
 
 from aura_eval.construct.croissant import croissant
 from aura_eval.construct.funnel import funnel_table, losses_table, reason_legend
+from aura_eval.construct.uses import (biases, citation, intended_uses, limitations, out_of_scope_uses,
+                                      personal_information)
 from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.table_files import header, markdown
@@ -163,7 +165,18 @@ def _release_lines(facts: dict) -> list[str]:
         "`steps` loads with every step key (`content` is null on agent steps, `thought` and `action` on the "
         "others); `provenance` loads as a JSON object. `croissant.json` describes the same files in Croissant 1.1 "
         "with its Responsible-AI fields.", "",
-        "## Licence and citation", "", data_terms(), ""]
+        *_use_lines(facts),
+        "## Licence", "", data_terms(), "",
+        "## Citation", "", "```bibtex", citation(), "```", ""]
+
+
+def _use_lines(facts: dict) -> list[str]:
+    """The card's Uses, Out-of-scope use, Bias, risks and limitations and Personal information sections,
+    from the texts croissant.json's RAI fields also read (aura_eval.construct.uses)."""
+    return ["## Uses", "", *[f"- {line}" for line in intended_uses()], "",
+            "## Out-of-scope use", "", *[f"- {line}" for line in out_of_scope_uses()], "",
+            "## Bias, risks and limitations", "", *[f"- {line}" for line in biases(facts) + limitations(facts)], "",
+            "## Personal information", "", personal_information(), ""]
 
 
 def card_body(rows: list[dict], counts: dict, dims: list[dict], roles: dict, facts: dict | None = None) -> str:

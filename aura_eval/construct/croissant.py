@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aura_eval.vocab import (DATA_LICENCE, PAPER_TITLE, RELEASE_CREATOR, RELEASE_DATE, RELEASE_VERSION, RJUDGE_SHORT,
+from aura_eval.construct.uses import (biases, citation, intended_uses, limitations, out_of_scope_uses,
+                                      personal_information)
+from aura_eval.vocab import (DATA_LICENCE, RELEASE_CREATOR, RELEASE_DATE, RELEASE_VERSION, RJUDGE_SHORT,
                              RJUDGE_URL, data_terms)
 
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
@@ -105,17 +107,6 @@ def _record_set(record_set: str, file_id: str, description: str, fields: list) -
             "field": [_field(record_set, file_id, column) for column in fields]}
 
 
-def citation() -> str:
-    """AURA-Eval's paper (its title only: the text this project works from names no authors) and R-Judge."""
-    return (f"@misc{{aura_eval, title = {{{PAPER_TITLE}}}, note = {{authors and venue not in the text this "
-            f"release was built from}}}}\n"
-            f"@inproceedings{{yuan2024rjudge, title = {{R-Judge: Benchmarking Safety Risk Awareness for LLM "
-            f"Agents}}, author = {{Yuan, Tongxin and He, Zhiwei and Dong, Lingzhong and Wang, Yiming and Zhao, "
-            f"Ruijie and Xia, Tian and Xu, Lizhen and Zhou, Binglin and Li, Fangqi and Zhang, Zhuosheng and Wang, "
-            f"Rui and Liu, Gongshen}}, booktitle = {{Findings of the Association for Computational Linguistics: "
-            f"EMNLP 2024}}, pages = {{1467--1490}}, year = {{2024}}, doi = {{10.18653/v1/2024.findings-emnlp.79}}}}")
-
-
 def croissant(files: dict, facts: dict) -> dict:
     """The JSON-LD document. `files`: record-set name -> (file name, sha256, description); `facts`: what
     `release_facts` gathers (counts, funnel, models by role, simulated)."""
@@ -174,28 +165,10 @@ def rai(facts: dict) -> dict:
         "annotationsPerItem": (f"One label (pair_label) per item, from one classifier call; each variation had "
                                f"{_panel(facts, 'reviewers')} votes, each generated pair {_panel(facts, 'pair_reviewers')} "
                                f"(provenance holds them)."),
-        "dataBiases": [
-            "The seeds are one source (R-Judge) and one risk origin (unintended risks of ordinary tool use); "
-            "intended attacks are outside this release.",
-            f"Domains are unevenly represented ({facts['domains']}).",
-            "Rewrites and labels come from a few language models, whose own judgments of risk shape which "
-            "variations and pairs survive review."],
-        "dataLimitations": [
-            "Each item is a fixed prefix: it measures the next agent step, not a full autonomous rollout.",
-            "Labels are the construction models' and were not checked by people row by row.",
-            "Texts are English only." + (" This run is simulated: its rows are not a benchmark." if sim else "")],
-        "personalSensitiveInformation": (
-            "The trajectories come from R-Judge, which built them from emulated tool-use records (ToolEmu, "
-            "InjecAgent, AgentMonitor) and expert-written cases; the names, e-mail addresses, account numbers and "
-            "similar values in them belong to those scenarios and, as far as we know, to no real person. Nothing "
-            "was collected from users for this release. "
-            "Some scenarios describe harmful or sensitive actions (deleting data, sharing personal data, payments) "
-            "because they test whether an agent avoids them."),
-        "dataUseCases": [
-            "Intended: evaluating whether LLM agents act safely at a decision point of a tool-use trajectory, with "
-            "No-Safe-Path / Safe-Path pairs to separate safe fulfilment from blanket refusal.",
-            "Out of scope: training or fine-tuning models to pass the benchmark (it would no longer measure "
-            "them), commercial use (the licence forbids it), and any judgment of real people or systems."],
+        "dataBiases": biases(facts),
+        "dataLimitations": limitations(facts),
+        "personalSensitiveInformation": personal_information(),
+        "dataUseCases": ["Intended: " + " ".join(intended_uses()), "Out of scope: " + " ".join(out_of_scope_uses())],
         "dataSocialImpact": ("Meant to make agent-safety failures measurable before deployment; the scenarios "
                              "describe risky actions in words only."),
         "dataReleaseMaintenancePlan": (

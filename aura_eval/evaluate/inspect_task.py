@@ -69,8 +69,24 @@ def agent_request(item: dict, prompt, fmt: str, model: str = "inspect/evaluated"
     return rollout_request(item, Endpoint(name=model, model=model), prompt, model, fmt)
 
 
-def read_items(path: str | Path) -> list[dict]:
+REPOSITORY = Path(__file__).resolve().parents[2]  # the checkout whose results/ the default paths name
+
+
+def items_path(path: str | Path) -> Path:
+    """Where the items at `path` are. inspect runs a task from its file's folder (aura_eval/evaluate/),
+    so a relative path is read against the folder `inspect eval` was started in (the shell's PWD, which
+    a chdir leaves alone), then this process's working directory, then the repository root; the first
+    that holds the file wins, else the first of them (which the error then names)."""
     path = Path(path)
+    if path.is_absolute():
+        return path
+    bases = [Path(os.environ["PWD"])] if os.environ.get("PWD") else []
+    candidates = [base / path for base in (*bases, Path.cwd(), REPOSITORY)]
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+def read_items(path: str | Path) -> list[dict]:
+    path = items_path(path)
     if not path.is_file():
         raise PrerequisiteError(f"aura_eval task: no items at {path} (build them with `snakemake {path}`, or "
                                 f"pass -T dataset=<path to a released aura_eval.jsonl>)")

@@ -1,11 +1,12 @@
 """A finished run as one shippable archive, and its way back into a checkout for an offline replay.
 
-    python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml] [--root .]
+    python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml [more.yaml ...]] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
 
 `pack` writes a gzipped tar of: `results/dataset/`, `results/tables/`, the report
 (`results/report/report.html`), the response cache (`cache/<name>`, a consistent SQLite copy
-made with the backup API), the config used (`config/run.yaml`, byte for byte) and its replay
+made with the backup API), the config used (`config/run.yaml`: the file byte for byte, or, where
+several `--configfile`s were merged, the merged config with a header naming them) and its replay
 form (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human
 labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), the inspect
 logs of agents given by one (`inspect/<agent>/[action_only/]<file>`; the replay config names these
@@ -13,7 +14,8 @@ copies), R-Judge's source and licence files (everything directly under `rjudge_d
 the code's `LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of the
 shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
 every stable file under the run's `results/`, to compare a replay with), `PACK.json` (the code
-commit, the config's path under the run folder or, outside it, its file name: no absolute path;
+commit, the config's path under the run folder or, outside it, its file name, a list of them where
+several were merged: no absolute path;
 the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
 reads it), written first. Members are sorted with zeroed times and owners.
 
@@ -59,7 +61,7 @@ from aura_eval.llm.cache import CacheError, cache_error, connect_readonly
 from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
 from aura_eval.vocab import RJUDGE_URL, data_terms
-from aura_eval.workflow_config import with_schema_defaults
+from aura_eval.workflow_config import DEFAULT_CONFIGFILE, ConfigError, load_configs, with_schema_defaults
 
 MANIFEST = "MANIFEST.sha256"
 DIGESTS = "STABLE_DIGESTS.sha256"
@@ -195,13 +197,34 @@ def inspect_logs(config: dict, root: Path) -> dict[str, Path]:
     return found
 
 
-def pack(out, configfile="config/config.yaml", root=".") -> dict:
-    """Write the archive; a summary (files, bytes, cache rows)."""
+def _run_config(paths: list[Path], root: Path) -> bytes:
+    """`config/run.yaml`: one file byte for byte; several merged (as the run merged them), with a header."""
+    if len(paths) == 1:
+        return paths[0].read_bytes()
+    header = "".join(f"#   {_config_name(p, root)}\n" for p in paths)
+    return ("# The run's config: these files merged in this order, as Snakemake merges its --configfile's\n"
+            f"# (written by `python -m aura_eval pack`):\n{header}"
+            + yaml.safe_dump(load_configs(paths), sort_keys=False, allow_unicode=True)).encode()
+
+
+def _config_name(path: Path, root: Path) -> str:
+    """A config's name in PACK.json: its path under the run folder, or its file name (no absolute path)."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+
+
+def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
+    """Write the archive; a summary (files, bytes, cache rows). `configfiles`: the run's config file, or
+    its files in order, merged as Snakemake merges them."""
     root, out = Path(root).resolve(), Path(out)
-    config_path = (Path(configfile) if Path(configfile).is_absolute() else root / configfile).resolve()
-    if not config_path.is_file():
-        raise PackError(f"pack: no config file {config_path}")
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    names = [configfiles] if isinstance(configfiles, (str, Path)) else list(configfiles)
+    config_paths = [(Path(name) if Path(name).is_absolute() else root / name).resolve() for name in names]
+    for config_path in config_paths:
+        if not config_path.is_file():
+            raise PackError(f"pack: no config file {config_path}")
+    try:
+        config = load_configs(config_paths)
+    except ConfigError as err:
+        raise PackError(f"pack: {err}") from err
     filled = with_schema_defaults(config)  # the keys a config leaves out, as the workflow fills them
     cache = Path(filled["llm"]["cache"])
     cache = cache if cache.is_absolute() else root / cache
@@ -232,7 +255,7 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
     code_licence = Path(__file__).resolve().parents[2] / "LICENSE"  # the repository's, not the run folder's
     if code_licence.is_file():
         members["LICENSE"] = code_licence
-    members["config/run.yaml"] = config_path.read_bytes()
+    members["config/run.yaml"] = _run_config(config_paths, root)
     replayed = json.loads(json.dumps(config))  # agents given by an inspect log read the packed copy
     for name, path in inspect_logs(config, root).items():
         members[name] = path
@@ -248,8 +271,8 @@ def pack(out, configfile="config/config.yaml", root=".") -> dict:
         code = _commit(Path(__file__).resolve().parents[2])
         members["PACK.json"] = (json.dumps({
             # No absolute path: a config outside the run folder is named by its file name.
-            "config": config_path.relative_to(root).as_posix() if config_path.is_relative_to(root)
-            else config_path.name,
+            "config": _config_name(config_paths[0], root) if len(config_paths) == 1
+            else [_config_name(p, root) for p in config_paths],
             "code_commit": code["commit"], "code_dirty": code["dirty"], "cache": cache.name, "cache_rows": rows,
             "simulated_models": _simulated(config),
             "replay": REPLAY}, indent=2) + "\n").encode()
