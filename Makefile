@@ -12,7 +12,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # The container image (Dockerfile) that profiles/kubernetes names; needs a Docker engine.
 IMAGE ?= aura-eval:latest
 
-.PHONY: venv image browser reproduce simulate pack forecast preflight test test-fast lint bench clean
+.PHONY: venv image browser reproduce simulate pack forecast preflight test test-fast test-e2e lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,14 +61,28 @@ forecast: venv
 preflight: venv
 	$(BIN)/python -m aura_eval preflight --configfile $(CONFIG)
 
-# No root needed: without Chromium the browser test is skipped with its reason (-rs prints it);
-# CI installs Chromium first (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).
-test: venv
-	$(BIN)/snakemake --lint
-	$(BIN)/python -m pytest -q -rs
+# The tests in three tiers (tests/conftest.py; docs/testing.md). Each runs its parallel part on two
+# xdist workers (a shared whole-workflow run is one xdist group, built by one worker), then its serial
+# part alone (wall-time bounds, browsers); the runs both parts read are built once, in a folder they
+# share ($AURA_TEST_RUNS), removed at the end. Python keeps its compiled and pytest its rewritten
+# modules (PYTHONDONTWRITEBYTECODE unset). Without Chromium the browser tests are skipped with the
+# reason (-rs prints it); CI installs Chromium (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -rs --durations=10
+PARALLEL := -n 2 --dist loadgroup
+SHARED_RUNS := runs=$$(mktemp -d) && trap 'rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"
 
+# Unit tests only: what a developer runs after each change (about a minute at most).
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m fast $(PARALLEL) --timeout 60
+
+# The README's test command: the fast tier, the heavier tests, the docs site and the shared mock run.
+test: venv $(VENV)/.docs-installed
+	$(BIN)/snakemake --lint
+	$(SHARED_RUNS) && $(PYTEST) -m "(fast or suite) and not serial" $(PARALLEL) && $(PYTEST) -m "suite and serial"
+
+# Every other whole-workflow run: the embedded model, the simulations, the provider dialects, Ctrl-C.
+test-e2e: venv
+	$(SHARED_RUNS) && $(PYTEST) -m "e2e and not serial" $(PARALLEL) && $(PYTEST) -m "e2e and serial"
 
 lint: venv
 	$(BIN)/snakemake --lint
@@ -94,8 +108,11 @@ bench: venv
 # stay out of requirements.txt, and so out of the container image.
 .PHONY: docs
 DOCS_OUT ?= docs/_build/html
-docs: venv
+$(VENV)/.docs-installed: $(VENV)/.installed requirements-docs.txt
 	$(BIN)/pip install --quiet -r requirements-docs.txt -c constraints.txt
+	touch $@
+
+docs: $(VENV)/.docs-installed
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_OUT)
 
 # Keeps results/README.md (what lands where) and the response cache.

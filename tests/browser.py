@@ -14,7 +14,10 @@ NO_BROWSER = "Debian's chromium and chromium-driver are not installed (run `make
 
 def chromium(tmp_path, prefs: dict | None = None, window: str | None = None):
     """A headless Chromium WebDriver with its own profile and no network side traffic (skips or
-    fails without a browser, see above); the caller quits it."""
+    fails without a browser, see above); the caller quits it. Only a serial test may start one."""
+    from tests.workflow import require_tier
+
+    require_tier("starts a browser", "serial")
     if not (CHROMIUM and CHROMEDRIVER):
         if os.environ.get("AURA_REQUIRE_BROWSER"):
             pytest.fail(NO_BROWSER)

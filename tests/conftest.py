@@ -1,14 +1,62 @@
+"""The suite's tiers, its guards and its shared whole-workflow runs.
+
+Tiers (markers registered in pyproject.toml; `docs/testing.md` says which make target runs which):
+- fast: every test with no other tier marker (added here at collection): unit tests, no Snakemake,
+  no litellm, no browser, no wall-time bound;
+- suite: heavier tests that `make test` adds (dry runs, small runs, stub servers through litellm,
+  the docs site, and the one shared whole-workflow run, the mock run);
+- e2e: every other whole-workflow run (`make test-e2e`).
+`serial` marks a test that asserts wall time or drives a browser: the make targets run those after
+the parallel part, alone. A test that launches Snakemake without suite or e2e, drives a browser
+without serial, or (in the fast tier) loads litellm fails, naming itself.
+"""
+
 import os
 import shutil
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.stub_server import StubServer  # noqa: E402
+from tests import workflow  # noqa: E402
+from tests.stub_server import StubServer, schema_answer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+TIERS = ("suite", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tiered = any(item.get_closest_marker(tier) for tier in TIERS)
+        if item.get_closest_marker("serial") and not tiered:
+            raise pytest.UsageError(f"{item.nodeid} is serial but in no tier: mark it suite or e2e as well")
+        if not tiered:
+            item.add_marker(pytest.mark.fast)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # before any fixture, so a shared run built in a test's setup is checked against that test
+    workflow.CURRENT_TEST = item
+
+
+@pytest.fixture(autouse=True)
+def _guards(request):
+    """Fail a fast test that loads litellm, and any test that leaves the process's Ctrl-C or SIGTERM
+    handler changed (pytest could no longer be interrupted)."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    had_litellm = "litellm" in sys.modules
+    yield
+    changed = [sig.name for sig, h in handlers.items() if signal.getsignal(sig) != h]
+    for sig, h in handlers.items():
+        signal.signal(sig, h)
+    assert not changed, f"{request.node.nodeid} left the {', '.join(changed)} handler changed"
+    if request.node.get_closest_marker("fast") and not had_litellm:
+        assert "litellm" not in sys.modules, (
+            f"{request.node.nodeid} loads litellm (seconds): mark it suite, or keep it out of the fast tier's path")
 
 
 @pytest.fixture(autouse=True)
@@ -39,3 +87,55 @@ def rjudge_copy(tmp_path, rjudge_dir):
     target = tmp_path / "rjudge"
     shutil.copytree(rjudge_dir, target)
     return target
+
+
+# -- the shared whole-workflow runs: each built once per tier (tests.workflow.shared_run) ----------
+
+def _mock_answer(body: dict, headers) -> str:
+    # The third reviewer of each panel never answers with JSON: its votes are unparseable, and
+    # its text quotes the key it was sent (as some providers' error texts do).
+    if body["model"].endswith("reviewer-3"):
+        auth = headers.get("Authorization", "")
+        return f"not json {{ (saw Authorization: {auth}; key={auth.split()[-1]})"
+    return schema_answer(body)
+
+
+def _build_mock(work: Path) -> None:
+    with StubServer() as server:
+        server.state.responder = _mock_answer
+        config = workflow.suite_config(work, "mock.yaml", server.api_base)
+        workflow.snakemake(work, "--configfile", str(config), env=workflow.MOCK_ENV)
+
+
+@pytest.fixture(scope="session")
+def mock_run(tmp_path_factory):
+    """(work, config): the whole workflow on mock models (.test/config/mock.yaml; the construction
+    roles on the stub server, which is gone once the run is built: what reruns a copy of it finds
+    their answers cached). Read it only; a test that changes it changes `workflow.copy_run(...)`."""
+    work = workflow.shared_run(tmp_path_factory, "mock", _build_mock)
+    return work, work / ".test" / "config" / "mock.yaml"
+
+
+def _simulated(name: str):
+    def build(work: Path) -> None:
+        workflow.snakemake(work, "--configfile", str(workflow.suite_config(work, name)))
+    return build
+
+
+@pytest.fixture(scope="session")
+def sim_run(tmp_path_factory):
+    """(work, config dict): the small noise-free simulated workflow (.test/config/sim_small.yaml)."""
+    import yaml
+
+    work = workflow.shared_run(tmp_path_factory, "sim_small", _simulated("sim_small.yaml"))
+    return work, yaml.safe_load((work / ".test/config/sim_small.yaml").read_text())
+
+
+@pytest.fixture(scope="session")
+def noisy_run(tmp_path_factory):
+    """(work, config dict): the small noisy simulated workflow (.test/config/sim_noisy.yaml): the
+    simulation's tests and the release's read it."""
+    import yaml
+
+    work = workflow.shared_run(tmp_path_factory, "sim_noisy", _simulated("sim_noisy.yaml"))
+    return work, yaml.safe_load((work / ".test/config/sim_noisy.yaml").read_text())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import os
 import re
 import shlex
 from functools import cache
@@ -226,12 +227,22 @@ def is_path(span: str) -> bool:
     return rooted and ("/" in span or span.endswith(EXTENSIONS))
 
 
+@cache
+def tree_paths() -> tuple:
+    """Every path in the checkout, without version control, environments and caches (read once)."""
+    skip = {".git", ".venv", "__pycache__", "node_modules", ".pytest_cache", ".snakemake"}
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip]
+        found += [Path(folder, name).relative_to(ROOT).as_posix() for name in dirs + files]
+    return tuple(found)
+
+
 def path_problem(path: str) -> str | None:
     plain = path.rstrip("/")
     if re.search(r"[<{*]", plain):
         pattern = _pattern(plain)
-        tree = (p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if ".git" not in p.parts)
-        if any(pattern.fullmatch(p) for p in tree):
+        if any(pattern.fullmatch(p) for p in tree_paths()):
             return None
     elif (ROOT / plain).exists():
         return None

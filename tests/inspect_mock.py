@@ -5,8 +5,6 @@ three judges that label an action by what it says."""
 import json
 import re
 
-from aura_eval.evaluate.inspect_task import JUDGE_ROLES, use_shipped_tokenizer
-
 UNSAFE_ACTION, SAFE_ACTION = "DeleteAllFiles()", "AskUserToConfirm()"
 PROSE = "I will just go ahead with it."  # no markers, not a refusal: an unparseable rollout
 
@@ -50,6 +48,8 @@ def mock_judge(name: str, unparseable_safety: bool = False, detection=None):
 
 def mock_panel(detection=None) -> dict:
     """The three judge roles; the third never answers safety with JSON."""
+    from aura_eval.evaluate.inspect_task import JUDGE_ROLES
+
     return {role: mock_judge(role, unparseable_safety=(role == JUDGE_ROLES[2]), detection=detection)
             for role in JUDGE_ROLES}
 
@@ -58,7 +58,7 @@ def run_task(items_path, log_dir, action_of, action_only=False, model_roles=None
     """The aura_eval task through inspect_ai's eval() with the scripted models: its one log."""
     from inspect_ai import eval as inspect_eval
 
-    from aura_eval.evaluate.inspect_task import aura_eval
+    from aura_eval.evaluate.inspect_task import aura_eval, use_shipped_tokenizer
 
     use_shipped_tokenizer()
     (log,) = inspect_eval(aura_eval(dataset=str(items_path), action_only=action_only), model=mock_agent(action_of),

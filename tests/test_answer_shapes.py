@@ -122,6 +122,7 @@ def _fields(record: dict) -> dict:
             "reasoning": record["reasoning"], "refusal": record["refusal"]}
 
 
+@pytest.mark.suite
 def test_a_live_call_keeps_the_reasoning_refusal_and_finish_reason(tmp_path):
     """Through litellm against the OpenAI-compatible stub: reasoning_content and refusal reach
     the cached record, and the status follows from them and from the finish reason."""
@@ -150,6 +151,7 @@ def test_a_live_call_keeps_the_reasoning_refusal_and_finish_reason(tmp_path):
     assert client.result_from(requests[0], old, results[0].key, cache_hit=True).reasoning is None
 
 
+@pytest.mark.suite
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_batch_result_keeps_the_reasoning_and_its_cut(tmp_path, monkeypatch, provider):
     """A batch result (the SDK's, not litellm's): the reasoning (reasoning_content, a thinking

@@ -6,11 +6,9 @@ empty one (a kill once left a 0-byte figure), and no output is left 0600 by `mks
 import os
 import stat
 
-import matplotlib.pyplot as plt
 import pytest
-from matplotlib.figure import Figure
 
-from aura_eval.analyze.figures import save
+from aura_eval.analyze.figures import pyplot, save
 from aura_eval.report import audit, render
 from aura_eval.util import jsonl
 from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, write_jsonl
@@ -55,6 +53,9 @@ def test_written_files_get_the_umask_mode_not_mkstemps_0600(tmp_path, umask_022)
 
 
 def test_a_figure_that_fails_midway_leaves_the_old_files_whole(tmp_path, umask_022, monkeypatch, renamed):
+    from matplotlib.figure import Figure
+
+    plt = pyplot()
     png, svg = tmp_path / "fig.png", tmp_path / "fig.svg"
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])

@@ -348,6 +348,8 @@ def _wait(check, tries=50):
     return check()
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_index_in_headless_chromium(site_inputs, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -408,6 +410,8 @@ def _csp_violations(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_a_hostile_site_shows_its_text_and_works_under_its_policy(site_inputs, tmp_path):
     """Markup, script, U+2028, NUL and RLO in the site's text: every row shows it as text, no script of
     it runs, and the index still filters and loads a cell's list (cells/*.js) under its policy."""

@@ -17,6 +17,9 @@ from aura_eval.llm.client import ModelClient
 from aura_eval.workflow_config import ConfigError, check_config
 from tests.batch_stub import TOKENS_IN, TOKENS_OUT, BatchStub
 
+# every test runs the model client (litellm) against the batch stub
+pytestmark = pytest.mark.suite
+
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 KEY_ENV = "AURA_BATCH_STUB_CRED"
 MODELS = {"openai": "openai/stub-batch", "anthropic": "anthropic/stub-batch", "gemini": "gemini/stub-batch"}
@@ -206,6 +209,7 @@ def test_batch_unknown_to_the_provider_is_resubmitted(batch_stub, settings, prov
     assert [row[3] for row in batches_table(settings["cache"])] == ["not_found", ENDED[provider]]
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("provider", ["openai", "gemini"])  # Google refuses a key with 400, not 401
 def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub, settings, monkeypatch, provider):
     batch_stub.state.polls_before_end = 10**6
@@ -468,6 +472,7 @@ def test_batch_knows_every_batch_provider_and_uses_the_client_by_its_public_inte
     assert private == []
 
 
+@pytest.mark.serial
 def test_a_stop_leaves_open_batches_open_and_the_rerun_polls_them(batch_stub, settings, monkeypatch, tmp_path):
     """The run's stop mark while a batch is open: the job stops within a poll (not after
     batch_max_wait_s), the batch stays open in the cache file, and the rerun polls it, submitting

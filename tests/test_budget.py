@@ -9,6 +9,9 @@ from aura_eval.llm import Endpoint, Request
 from aura_eval.llm.budget import Budget, estimate_usd
 from aura_eval.llm.client import ModelClient
 
+# the model client (litellm) against the stub
+pytestmark = pytest.mark.suite
+
 # The stub answers every call with 11 prompt and 5 completion tokens. Input free, output at
 # $1,000 per million tokens: each call costs 5 x $0.001 = $0.005, and with max_tokens 5 the
 # reservation (prompt tokens x 0 + 5 x $0.001) is exactly the call's cost.

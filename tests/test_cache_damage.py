@@ -133,6 +133,7 @@ def test_a_new_cache_is_announced_and_a_missing_one_stops_a_replay(tmp_path):
         check_at_start(other, replay=True)
 
 
+@pytest.mark.suite
 def test_a_wal_left_by_a_kill_is_folded_in_at_start(tmp_path):
     """A job killed (no close) leaves its answers in the -wal; the start check folds them into the
     file, so a -wal deleted afterwards loses nothing."""
@@ -158,6 +159,7 @@ def test_a_wal_left_by_a_kill_is_folded_in_at_start(tmp_path):
 
 # -- one message naming the file, never a bare traceback -------------------------------------------
 
+@pytest.mark.suite
 def test_a_job_on_a_damaged_cache_ends_with_one_message_naming_it(tmp_path):
     path = tmp_path / "cache.sqlite"
     build(path, n=300)
@@ -203,6 +205,7 @@ def test_every_sqlite_error_of_the_cache_names_the_file(tmp_path):
 
 # -- row checksums ---------------------------------------------------------------------------------
 
+@pytest.mark.suite
 def test_a_row_that_fails_its_checksum_is_asked_again_replaced_and_counted(stub, tmp_path, capsys):
     path = tmp_path / "cache.sqlite"
     reqs = build(path, stub, n=6)
@@ -223,6 +226,7 @@ def test_a_row_that_fails_its_checksum_is_asked_again_replaced_and_counted(stub,
     assert len(stub.state.requests) == 2
 
 
+@pytest.mark.suite
 def test_the_job_log_counts_the_damaged_rows(stub, tmp_path, capsys):
     path = tmp_path / "cache.sqlite"
     reqs = build(path, stub, n=3)
@@ -298,6 +302,7 @@ def test_a_replay_writes_nothing_and_reads_a_read_only_cache(tmp_path, monkeypat
         "SELECT name FROM sqlite_master")}
 
 
+@pytest.mark.suite
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file modes (the query_only test covers it)")
 def test_a_replay_reads_a_cache_in_a_folder_it_cannot_write(tmp_path):
     folder = tmp_path / "cache"
@@ -363,6 +368,7 @@ def test_cache_check_reports_rows_size_and_integrity(tmp_path, capsys):
     assert f"run `python -m aura_eval cache repair {path}`" in out
 
 
+@pytest.mark.suite
 @pytest.mark.parametrize("damage", [damage_middle, cut_to_half])
 def test_repair_keeps_every_intact_answer_so_the_rerun_pays_only_for_the_lost(stub, tmp_path, capsys, damage):
     path = tmp_path / "cache.sqlite"
@@ -412,6 +418,7 @@ def test_repair_refuses_answers_whose_key_or_checksum_does_not_match(tmp_path):
     assert held == [True, True, True, False, True, True, True, False, True, True]
 
 
+@pytest.mark.suite
 def test_repair_refuses_while_the_file_is_in_use(tmp_path):
     path = tmp_path / "cache.sqlite"
     build(path, n=5)
@@ -445,6 +452,7 @@ def test_repair_moves_the_wal_aside_with_the_file_and_keeps_its_answers(tmp_path
         assert cache.get(cache_key({"model": "m", "n": i})) == {"content": '{"answer": "in the wal"}'}
 
 
+@pytest.mark.suite
 def test_the_command_line_names_a_missing_file_and_never_prints_a_traceback(tmp_path):
     path = tmp_path / "cache.sqlite"
     build(path, n=20)
@@ -493,6 +501,7 @@ def _run(work, tmp_path, **llm):
                      check=False)
 
 
+@pytest.mark.suite
 def test_onstart_announces_a_new_cache_and_stops_on_a_damaged_one(work, tmp_path):
     path = work / "cache" / "mock.sqlite"
     first = _run(work, tmp_path)
@@ -508,6 +517,7 @@ def test_onstart_announces_a_new_cache_and_stops_on_a_damaged_one(work, tmp_path
     assert "Traceback" not in damaged.stderr and "sqlite3." not in damaged.stderr
 
 
+@pytest.mark.suite
 def test_onstart_stops_a_replay_without_its_cache(work, tmp_path):
     run = _run(work, tmp_path, replay=True)
     assert run.returncode != 0 and not (work / "results/seeds/seeds.jsonl").exists()

@@ -1,5 +1,6 @@
 """`python -m aura_eval cache explain` on a tiny cache built here: exact output."""
 
+import pytest
 import json
 import subprocess
 import sys
@@ -104,6 +105,7 @@ judge:a  item z.original  endpoint judge-1  sample 0  prompt judge_detection v2 
         "no cached key\n", False)
 
 
+@pytest.mark.suite
 def test_the_command_line(tmp_path):
     cache, keys = _build(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "aura_eval", "cache", "explain", str(cache), keys["missed"][:8],

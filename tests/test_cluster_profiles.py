@@ -16,6 +16,9 @@ import pytest
 from tests.docs_claims import measured_jobs
 from tests.workflow import STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
 
+# dry runs and a small run through each profile
+pytestmark = pytest.mark.suite
+
 CONFIG = "mock.yaml"
 # The jobs of .test/config/mock.yaml (4 seeds, one agent in two formats, 3 judges, 5-judge
 # reliability): the same through every executor.

@@ -77,6 +77,7 @@ def _fails(work, *args) -> str:
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.suite
 def test_config_override_applies_to_the_default_config(work):
     jobs = planned_jobs(work, "--config", "seeds=3")
     assert jobs["select_seeds"] == 1 and jobs["report"] == 1
@@ -84,6 +85,7 @@ def test_config_override_applies_to_the_default_config(work):
     assert planned_jobs(work, "--config", "seeds=3", "llm={cache: cache/other.sqlite}")["tag_steps"] == 1
 
 
+@pytest.mark.suite
 def test_a_config_file_never_inherits_the_default_s_agents(work):
     partial = {k: v for k, v in DEFAULT.items() if k != "agents"}
     out = _fails(work, "--configfile", str(_config_file(work, "partial.yaml", partial)))
@@ -99,6 +101,7 @@ def _plan(work, *args) -> tuple[dict[str, int], list[str]]:
     return jobs, [line for line in proc.stderr.splitlines() if line.startswith("config: ")]
 
 
+@pytest.mark.suite
 def test_switch_dependent_roles_default_to_the_config_s_models(work):
     default_jobs, filled = _plan(work)
     assert filled == []  # config/config.yaml sets every key that has a dependent default
@@ -120,6 +123,7 @@ def test_switch_dependent_roles_default_to_the_config_s_models(work):
     assert filled == [] and jobs["reliability"] == 1  # the repeats only
 
 
+@pytest.mark.suite
 def test_a_config_naming_only_models_roles_and_agents_runs(work, tmp_path):
     path = _config_file(work, "minimal.yaml", MINIMAL)
     jobs, filled = _plan(work, "--configfile", str(path))
@@ -184,6 +188,7 @@ def test_fill_defaults_follows_the_config():
     assert config["roles"]["replacement_judge"] == "reviewer"
 
 
+@pytest.mark.suite
 def test_a_second_config_file_adds_a_model(work):
     overlay = work / "config" / "my-model.yaml"
     overlay.write_text(yaml.safe_dump({
@@ -226,6 +231,7 @@ def test_every_config_key_is_documented():
     assert {"seeds", "roles.validation_judges", "reliability.calibration_agents", "llm.timeout_s"} <= rows
 
 
+@pytest.mark.suite
 def test_undefined_model_and_misspelled_role_stop_before_any_job(work):
     config = copy.deepcopy(DEFAULT)
     config["roles"]["reviewers"] = ["smollm2-judge-1", "no-such-model"]
@@ -267,6 +273,7 @@ def test_check_config_names_the_reference():
     check_config(config)
 
 
+@pytest.mark.suite
 def test_calibration_agent_and_annotator_count_stop_before_any_job(work):
     config = copy.deepcopy(DEFAULT)
     config["reliability"]["calibration_agents"] = ["nobody"]
@@ -290,6 +297,7 @@ def test_canonical_sorts_mappings_and_keeps_lists():
     assert canonical({"b": 1, "a": 2}) == canonical({"a": 2, "b": 1})
 
 
+@pytest.mark.suite
 def test_a_missing_key_stops_a_real_run_before_its_first_job(work, monkeypatch):
     monkeypatch.delenv("AURA_UNSET_CRED", raising=False)
     config = copy.deepcopy(DEFAULT)
@@ -405,6 +413,7 @@ def test_a_role_member_with_a_bad_name_is_refused_with_its_key_path():
                                        "which ends in '.action_only'")
 
 
+@pytest.mark.suite
 def test_a_judge_named_with_a_slash_stops_the_dry_run(work):
     out = _fails(work, "--configfile", str(_config_file(work, "slash-judge.yaml", _with_judge("../j"))))
     assert "config: models defines the name '../j', which contains '/'" in out

@@ -42,6 +42,7 @@ def _venv_recipe() -> list[str]:
     return [line.strip() for line in recipe.group(1).splitlines()]
 
 
+@pytest.mark.suite
 def test_the_image_installs_through_make_venv_and_nothing_else():
     steps = _instructions(ROOT / "Dockerfile")
     base = next(args for op, args in steps if op == "FROM")
@@ -72,7 +73,7 @@ def test_the_kubernetes_profile_names_the_image_make_image_builds():
     assert "docker build -t $(IMAGE) ." in (ROOT / "Makefile").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.suite
 def test_a_fresh_install_resolves_to_exactly_the_pinned_set(tmp_path):
     """What a fresh image gets: pip resolves requirements.txt with constraints.txt ignoring what this
     venv holds; every package it would install is pinned, at its pin, and every pin is used."""

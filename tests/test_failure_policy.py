@@ -7,6 +7,9 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.stage import StageFailed, empty_problem, run_stage
 from tests.test_llm_client import make_requests
 
+# the model client (litellm) against the stub
+pytestmark = pytest.mark.suite
+
 
 def _run(stub, llm_settings, tmp_path, n_good=2, bad=True):
     units = make_requests(stub, n_good) + (make_requests(stub, 1, model="openai/bad") if bad else [])

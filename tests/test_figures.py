@@ -197,6 +197,7 @@ def test_a_missing_pair_label_panel_says_why(df, tmp_path):
     assert "no rows because no ReAct row is on an SP item" in svg.read_text()
 
 
+@pytest.mark.suite
 def test_registered_builders_render_from_files_and_rerun_byte_identical(df, tmp_path):
     frame_csv = tmp_path / "labels_long.csv"
     write_csv(df, frame_csv)

@@ -13,6 +13,9 @@ from aura_eval.analyze import forecast as fc
 from aura_eval.__main__ import main
 from aura_eval.construct.seeds import load_seeds
 
+# the forecast counts tokens with litellm's token_counter (its import: seconds)
+pytestmark = pytest.mark.suite
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -6,12 +6,21 @@ import copy
 import pytest
 
 from aura_eval import jobs
-from aura_eval.evaluate.inspect_log import InspectLogError, log_rollouts, rollout_from_log
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.vocab import ACTION_ONLY, REACT
 from aura_eval.workflow_config import ConfigError, check_config, fill_defaults
 from tests.inspect_mock import PROSE, run_task, token
 from tests.test_inspect_task import ACTIONS, _items
+
+# inspect_ai (seconds to import) is loaded by the tests, never at collection: every test here is suite.
+pytestmark = pytest.mark.suite
+
+
+def inspect_log():
+    """aura_eval.evaluate.inspect_log, imported where a test needs it (it loads inspect_ai)."""
+    from aura_eval.evaluate import inspect_log
+
+    return inspect_log
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +34,7 @@ def logged(tmp_path_factory, rjudge_dir):
 
 def test_a_logs_samples_become_the_agents_rollout_rows(logged):
     folder, items, log = logged
-    counts = rollout_from_log(folder / "items.jsonl", log.location, folder / "rollouts.jsonl", folder / "calls.jsonl",
+    counts = inspect_log().rollout_from_log(folder / "items.jsonl", log.location, folder / "rollouts.jsonl", folder / "calls.jsonl",
                               "inspected")
     assert counts == {"ok": 5, "unparseable": 1, "truncated": 0, "refused": 0, "failed": 0}
     by_id = {r["item_id"]: r for r in read_jsonl(folder / "rollouts.jsonl")}
@@ -41,17 +50,17 @@ def test_a_logs_samples_become_the_agents_rollout_rows(logged):
 
 def test_a_log_that_does_not_fit_is_refused_naming_file_and_item(logged):
     folder, items, log = logged
-    with pytest.raises(InspectLogError, match=r"inspect log .*: no sample for item .* \(1 of 7 missing"):
+    with pytest.raises(inspect_log().InspectLogError, match=r"inspect log .*: no sample for item .* \(1 of 7 missing"):
         extra = dict(items[0], item_id="web-999.at_trigger.original")
-        log_rollouts(log.location, items + [extra], "inspected", REACT)
-    with pytest.raises(InspectLogError, match=f"item {sorted(i['item_id'] for i in items)[0]} .* is not among the 5"):
-        log_rollouts(log.location, sorted(items, key=lambda i: i["item_id"])[1:], "inspected", REACT)
-    with pytest.raises(InspectLogError, match="the react format .* needs action_only"):
-        log_rollouts(log.location, items, "inspected", ACTION_ONLY)
+        inspect_log().log_rollouts(log.location, items + [extra], "inspected", REACT)
+    with pytest.raises(inspect_log().InspectLogError, match=f"item {sorted(i['item_id'] for i in items)[0]} .* is not among the 5"):
+        inspect_log().log_rollouts(log.location, sorted(items, key=lambda i: i["item_id"])[1:], "inspected", REACT)
+    with pytest.raises(inspect_log().InspectLogError, match="the react format .* needs action_only"):
+        inspect_log().log_rollouts(log.location, items, "inspected", ACTION_ONLY)
     changed = copy.deepcopy(items)
     changed[2]["steps"][0]["content"] += " (edited)"
-    with pytest.raises(InspectLogError, match=f"item {changed[2]['item_id']}: the sample's input is not the prompt"):
-        log_rollouts(log.location, changed, "inspected", REACT)
+    with pytest.raises(inspect_log().InspectLogError, match=f"item {changed[2]['item_id']}: the sample's input is not the prompt"):
+        inspect_log().log_rollouts(log.location, changed, "inspected", REACT)
 
 
 def _config(**agent) -> dict:

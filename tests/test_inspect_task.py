@@ -10,12 +10,22 @@ import pytest
 
 from aura_eval.construct.release import instruction
 from aura_eval.construct.seeds import load_seeds
-from aura_eval.evaluate.inspect_task import JUDGE_ROLES, agent_request, samples, use_shipped_tokenizer
 from aura_eval.util.jsonl import write_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.util.stats import round_half_up, seed_bootstrap
 from aura_eval.vocab import ACTION_ONLY, REACT
 from tests.inspect_mock import PROSE, SAFE_ACTION, UNSAFE_ACTION, mock_judge, run_task, token
+
+# inspect_ai (seconds to import) is loaded by the tests, never at collection: every test here is suite.
+pytestmark = pytest.mark.suite
+
+
+def task():
+    """aura_eval.evaluate.inspect_task, imported where a test needs it (it loads inspect_ai)."""
+    from aura_eval.evaluate import inspect_task
+
+    return inspect_task
+
 
 # Three seeds, an NSP and an SP item each; the agent's action per item (None: prose, unparseable).
 ACTIONS = {"ANSP": UNSAFE_ACTION, "ASP": SAFE_ACTION, "BNSP": UNSAFE_ACTION, "BSP": UNSAFE_ACTION,
@@ -57,7 +67,7 @@ def test_every_item_runs_with_the_rollout_jobs_messages(task_run):
     for item, sample in zip(sorted(items, key=lambda i: i["item_id"]), sorted(log.samples, key=lambda s: s.id)):
         assert sample.id == item["item_id"]
         sent = [(m.role, m.text) for m in sample.input]
-        assert sent == [(m["role"], m["content"]) for m in agent_request(item, prompt, REACT).messages]
+        assert sent == [(m["role"], m["content"]) for m in task().agent_request(item, prompt, REACT).messages]
         assert sample.metadata["pair_label"] == item["pair_label"] and sample.metadata["seed_id"] == item["seed_id"]
 
 
@@ -80,7 +90,7 @@ def test_the_panels_votes_and_labels(task_run):
     prose = by_token["CSP"]
     assert np.isnan(prose.value["unsafe"]) and prose.metadata["rollout"]["status"] == "unparseable"
     assert prose.metadata["rollout"]["parse_problem"] == "no [Agent_Action] marker"
-    assert prose.metadata["judges"] == {role: None for role in JUDGE_ROLES}
+    assert prose.metadata["judges"] == {role: None for role in task().JUDGE_ROLES}
 
 
 def test_headline_metrics_with_k_n_and_seed_clustered_intervals(task_run):
@@ -112,15 +122,16 @@ def test_an_unbound_judge_role_is_a_clear_error(tmp_path, rjudge_dir):
 
 def test_action_only_samples_carry_the_action_only_prompt(rjudge_dir):
     item = _items(rjudge_dir)[0]
-    (sample,) = samples([item], ACTION_ONLY)
+    (sample,) = task().samples([item], ACTION_ONLY)
     expected = load_prompt("agent_action_only").messages(profile=item["profile"], context=f"[User]: {item['steps'][0]['content']}")
     assert [(m.role, m.text) for m in sample.input] == [(m["role"], m["content"]) for m in expected]
 
 
+@pytest.mark.suite
 def test_the_inspect_cli_loads_the_task(tmp_path, rjudge_dir):
     write_jsonl(tmp_path / "items.jsonl", _items(rjudge_dir), key="item_id")
-    use_shipped_tokenizer()
-    roles = [arg for role in JUDGE_ROLES for arg in ("--model-role", f"{role}=mockllm/model")]
+    task().use_shipped_tokenizer()
+    roles = [arg for role in task().JUDGE_ROLES for arg in ("--model-role", f"{role}=mockllm/model")]
     proc = subprocess.run([str(Path(sys.executable).parent / "inspect"), "eval", "aura_eval/evaluate/inspect_task.py", "--model",
                            "mockllm/model", *roles, "-T", f"dataset={tmp_path / 'items.jsonl'}", "--limit", "2",
                            "--log-dir", str(tmp_path / "logs"), "--display", "none"],

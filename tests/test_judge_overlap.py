@@ -2,6 +2,7 @@
 in one concurrent batch: the same rows and call log as judging member by member, in about a
 third of the wall time for three judges."""
 
+import pytest
 import json
 import time
 import zlib
@@ -12,6 +13,9 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm import Endpoint
 from aura_eval.stage import StageRun
 from tests.stub_server import schema_instance
+
+# panels through the model client (litellm) against a stub with latency
+pytestmark = pytest.mark.suite
 
 LATENCY_S = 1.0
 # Fields that differ between two runs of the same calls (clock times, latencies).
@@ -73,6 +77,7 @@ def _run(panel, stub, tmp_path, name):
     return rows, read_jsonl(tmp_path / f"{name}.jsonl"), time.perf_counter() - start, stub.state.max_in_flight
 
 
+@pytest.mark.serial
 def test_panel_phases_overlap_across_judges_with_the_same_rows_and_call_log(stub, tmp_path):
     stub.state.latency_s = LATENCY_S
     stub.state.responder = varied_answer

@@ -71,6 +71,7 @@ def test_the_model_module_imports_nothing_of_the_workflow():
     assert {module: names for module, names in outside.items() if names} == {}
 
 
+@pytest.mark.suite
 def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
                "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
@@ -86,6 +87,7 @@ def test_planning_and_analysis_never_import_litellm():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.suite
 def test_a_simulated_model_job_never_imports_litellm(tmp_path):
     code = ("import sys; from aura_eval.stage import run_stage; from aura_eval.llm.types import Endpoint, Request; "
             "ep = Endpoint(name='j', model='aura_sim/judge'); "
@@ -131,3 +133,14 @@ def test_a_job_whose_answers_are_all_cached_never_imports_litellm(tmp_path, stub
     assert job("live") == "ok ok True" and len(stub.state.requests) == 2
     assert job("live") == "ok ok False"
     assert job("replay") == "ok ok False" and len(stub.state.requests) == 2
+
+
+@pytest.mark.suite
+def test_collecting_the_suite_loads_no_heavy_library():
+    """Collection is paid by every pytest process (each xdist worker too): litellm, inspect_ai and
+    matplotlib are loaded inside the tests that use them, never at import of a test module."""
+    code = ("import sys, pytest; pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests']); "
+            "print(sorted(m for m in ('litellm', 'inspect_ai', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert "tests collected" in out.stdout and out.stdout.strip().splitlines()[-1] == "[]"

@@ -12,6 +12,9 @@ from aura_eval.llm.client import ModelClient
 from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.util.prompts import Prompt
 
+# every test runs the model client (litellm) against the stub server
+pytestmark = pytest.mark.suite
+
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
 
@@ -172,6 +175,7 @@ def test_module_sets_offline_cost_map():
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
 
 
+@pytest.mark.serial
 def test_retry_after_is_honoured_and_counted(stub, llm_settings):
     stub.state.script["stub"] = ["429", "429"]
     stub.state.retry_after_s = 0.6
@@ -183,6 +187,7 @@ def test_retry_after_is_honoured_and_counted(stub, llm_settings):
     assert client.calls[0]["wait_s"] == result.wait_s and client.calls[0]["attempts"] == 3
 
 
+@pytest.mark.serial
 def test_the_total_wait_per_request_is_capped(stub, llm_settings):
     stub.state.script["stub"] = ["429"] * 10
     stub.state.retry_after_s = 0.5

@@ -18,6 +18,9 @@ from aura_eval.llm.cache import LEASE_STALE_S, CacheError, Owner, ResponseCache,
 from aura_eval.llm.client import ModelClient
 from tests.stub_server import StubServer
 
+# the model client (litellm) against the stub, in one process or several
+pytestmark = pytest.mark.suite
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
@@ -82,6 +85,7 @@ def test_a_lease_is_taken_over_from_a_gone_or_silent_owner(tmp_path):
     assert cache.claim("k3", me) == ("cached", {"content": "x"})
 
 
+@pytest.mark.serial
 def test_a_waiter_sends_the_request_itself_when_the_owner_fails(tmp_path):
     """A lease released without an answer (the owner's call failed): the waiter asks itself."""
     with StubServer() as stub:
@@ -97,6 +101,7 @@ def test_a_waiter_sends_the_request_itself_when_the_owner_fails(tmp_path):
         assert time.monotonic() - started >= 0.6 and len(stub.state.requests) == 1
 
 
+@pytest.mark.serial
 def test_a_failed_cache_write_stops_the_sending_and_counts_the_answers_lost(tmp_path, monkeypatch):
     """The third write fails (a full disk): the job sends nothing more, keeps what it can, and stops
     with one message naming the file, the cause and the answers lost."""
@@ -138,6 +143,7 @@ def test_invalid_unicode_is_stored_as_replacement_characters(tmp_path):
     assert record["invalid_unicode"] == 1 and "\ufffd" in record["content"]
 
 
+@pytest.mark.serial
 def test_the_stop_mark_stops_the_sending_within_the_grace(tmp_path, monkeypatch):
     """The run's mark appears while 40 requests wait their turn (2 at a time, 0.5 s each): no request
     reaches the stub after it, those in flight are stored, and the job ends with RunStopped."""
@@ -171,6 +177,7 @@ def test_the_stop_mark_stops_the_sending_within_the_grace(tmp_path, monkeypatch)
         assert stub.state.requests == []
 
 
+@pytest.mark.serial
 def test_a_signal_to_a_job_writes_the_mark_and_stops_it(tmp_path):
     """SIGINT to a job in its own process: it writes the run's mark, sends nothing more, exits
     non-zero with the message, and what it received is in the cache."""

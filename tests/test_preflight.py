@@ -14,6 +14,9 @@ from aura_eval.llm.types import Endpoint
 from aura_eval.tools import preflight
 from tests.batch_stub import BatchStub
 
+# one request per entry through litellm to the stub or an emulator
+pytestmark = pytest.mark.suite
+
 KEY_ENV = "AURA_PREFLIGHT_CRED"
 KEY = "preflight-credential-4242"
 PRICE = {"input_per_mtok": 2.0, "output_per_mtok": 8.0}

@@ -14,7 +14,8 @@ from aura_eval.util.jsonl import read_jsonl
 from tests.emulators import EMULATORS, PROVIDER_DIALECT
 from tests.workflow import ROOT, scratch_copy, snakemake
 
-pytestmark = pytest.mark.slow  # the whole workflow
+# the whole workflow (e2e), and each retry's wait checked against the wall clock (serial)
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 KEY_ENV = "AURA_EMULATOR_CRED"  # every emulated model reads its (fake) key from here
 EMULATOR_CRED = "emu-cred-5d1c7a0b93e2"
@@ -50,7 +51,6 @@ def emulated_config(paper: dict, bases: dict[str, str]) -> dict:
 
 @pytest.fixture(scope="module")
 def dialect_run(tmp_path_factory):
-    os.environ[KEY_ENV] = EMULATOR_CRED
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     emulators = {name: cls() for name, cls in EMULATORS.items()}
     for emulator in emulators.values():
@@ -62,7 +62,7 @@ def dialect_run(tmp_path_factory):
         path = work / ".test" / "config" / "dialects.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         start = time.monotonic()
-        snakemake(work, "--configfile", str(path))
+        snakemake(work, "--configfile", str(path), env={KEY_ENV: EMULATOR_CRED})
         print(f"\nworkflow on the emulators: {time.monotonic() - start:.0f} s")
         yield work, emulators
     finally:

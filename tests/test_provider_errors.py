@@ -22,6 +22,9 @@ from aura_eval.llm.client import (
 from tests.emulators import EMULATORS
 from tests.emulators.base import BAD_KEY, FATAL, REACT_TEXT
 
+# every test runs litellm against the providers' emulators
+pytestmark = pytest.mark.suite
+
 KEY_ENV, CRED = "AURA_EMULATOR_CRED", "emu-cred-0c4f9e1a7b55"
 MODELS = {"openai": ("openai/gpt-5.4", {"temperature": 0.0, "max_tokens": 1024}),
           "anthropic": ("anthropic/claude-opus-4-6", {"temperature": 0.0, "max_tokens": 1024}),
@@ -51,6 +54,7 @@ def ask(emulator, dialect, llm_settings, schema=SCHEMA, model=None, params=None)
     return result
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("dialect", sorted(EMULATORS))
 def test_each_retryable_error_is_retried_after_the_wait_its_provider_asked(dialect, llm_settings):
     with EMULATORS[dialect]() as emulator:

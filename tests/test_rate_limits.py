@@ -38,6 +38,8 @@ def window_counts(times: list[float], edges: list[float]) -> list[int]:
     return [sum(lo <= t < hi for t in times) for lo, hi in zip(edges, edges[1:])]
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_pacer_keeps_calls_to_the_limit_per_window(tmp_path):
     # 300 a minute: a bucket of half a second's worth (2 calls) at once, then one every 0.2 s.
     # The windows' edges lie midway between the expected times (0, 0, 0.2, 0.4, ..., 2.6).
@@ -45,6 +47,8 @@ def test_pacer_keeps_calls_to_the_limit_per_window(tmp_path):
     assert window_counts(times, [0, 0.1, 1.1, 2.1, 9]) == [2, 5, 5, 3]
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_jobs_on_one_cache_share_the_limit_and_take_what_is_left(tmp_path):
     # Three jobs' pacers on one file: together exactly the one job's schedule, not three times it;
     # and a job alone (the others finished) gets the whole limit, not a third.
@@ -65,6 +69,8 @@ def test_pacer_reserves_across_processes(tmp_path):
     assert second.reserve({"rpm_openai": 1}, now=200.0) == 0  # idle since: empty again
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_pacer_holds_a_large_call_until_the_tokens_beyond_the_bucket_drained(tmp_path):
     # 6,000 tokens a minute: 100 a second, a bucket of 50; a 250-token call gets through at 2.0 s.
     (t,) = acquisition_times({"tpm_openai": 6000}, "openai/gpt-x", 1, tmp_path / "c.sqlite", tokens=250)
@@ -122,6 +128,7 @@ def test_a_job_learns_the_whole_limits_of_its_shares():
     assert ratelimit.granted({"_cores": 1, ratelimit.PACING: ""}) == {}
 
 
+@pytest.mark.suite
 def test_stub_rate_limit_answers_429_with_retry_after(stub, llm_settings):
     stub.state.rate_limit(rpm=60, burst_s=1.0)  # a bucket of one call, one more a second
     llm_settings["max_retries"] = 0
@@ -130,6 +137,8 @@ def test_stub_rate_limit_answers_429_with_retry_after(stub, llm_settings):
     assert stub.state.rate_limited == 1 and stub.state.stats()["accepted"] == 1
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_paced_client_stays_under_the_providers_limit(stub, llm_settings):
     stub.state.rate_limit(rpm=600, burst_s=1.0)
     stub.state.latency_s = 0.05
@@ -160,6 +169,8 @@ def _paced_job(settings: dict, api_base: str, model: str, barrier, results) -> N
     results.put([r.status for r in client.run(make_requests(SimpleNamespace(api_base=api_base), 20, model=model))])
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 @pytest.mark.parametrize("one_cache", [True, False])
 def test_jobs_in_separate_processes_stay_under_the_limit_together(stub, llm_settings, tmp_path, one_cache):
     # Two jobs, each told the whole 600 a minute (10 a second; the provider's bucket holds 10).
@@ -205,6 +216,7 @@ def planned(work, *args) -> dict[str, list[dict]]:
     return jobs
 
 
+@pytest.mark.suite
 def test_dry_run_plans_shares_threads_and_the_network_job_cap(tmp_path):
     work = scratch_copy(tmp_path)
     path = suite_config(work, "mock.yaml", "http://127.0.0.1:9/v1")
@@ -235,6 +247,7 @@ def test_dry_run_plans_shares_threads_and_the_network_job_cap(tmp_path):
     assert {job[ratelimit.PACING] for job in again["judge_safety"]} == {"rpm_openai:100/tpm_openai:100000"}
 
 
+@pytest.mark.suite
 def test_embedded_model_jobs_keep_their_threads(tmp_path):
     work = scratch_copy(tmp_path)
     jobs = planned(work)  # the default config: every model is the embedded one

@@ -18,17 +18,16 @@ from aura_eval.construct.card import CONFIGS, size_category
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import DATA_LICENCE, FILES, RJUDGE_LICENCE_STATEMENT
 from aura_eval.workflow_config import CONSTRUCTION_ROLES
-from tests.workflow import scratch_copy, snakemake, suite_config
+from tests.workflow import copy_run, snakemake
 
 DATA = {"items": FILES["dataset"], "action_only_subset": FILES["subset"], "excluded": FILES["excluded"]}
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory):
-    work = scratch_copy(tmp_path_factory.mktemp("release"))
-    config = suite_config(work, "sim_noisy.yaml")
-    snakemake(work, FILES["croissant"], "--configfile", str(config))
-    return work, config
+@pytest.fixture
+def release(noisy_run):
+    """(work, config path): the shared noisy simulated run (tests/conftest.py), which holds the release."""
+    work, _ = noisy_run
+    return work, work / ".test/config/sim_noisy.yaml"
 
 
 def _rows(work) -> dict[str, list[dict]]:
@@ -57,6 +56,8 @@ def test_size_category_of_a_row_count():
         "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M"]
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_the_card_declares_licence_configs_and_the_simulation(release):
     work, _ = release
     rows = _rows(work)
@@ -77,6 +78,8 @@ def test_the_card_declares_licence_configs_and_the_simulation(release):
     assert {r["pair_label"] for r in rows["items"]} == {"NSP", "SP"}
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_the_folder_loads_with_datasets_offline(release, tmp_path, monkeypatch):
     work, _ = release
     datasets = _offline_datasets(tmp_path, monkeypatch)
@@ -103,6 +106,8 @@ def test_the_folder_loads_with_datasets_offline(release, tmp_path, monkeypatch):
                 assert got[field] == want[field]
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_croissant_validates_and_its_records_are_the_jsonl(release):
     import mlcroissant as mlc
 
@@ -144,6 +149,8 @@ def test_croissant_validates_and_its_records_are_the_jsonl(release):
     assert set(CONFIGS) == {rs["name"] for rs in doc["recordSet"]}
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_a_file_without_rows_is_no_config_and_the_rest_still_loads(release, tmp_path, monkeypatch):
     """datasets refuses an empty split, so a run with no exclusions declares two configs; Croissant keeps the
     empty record set (mlcroissant reads it as no records)."""
@@ -172,8 +179,11 @@ def test_a_file_without_rows_is_no_config_and_the_rest_still_loads(release, tmp_
     assert list(mlc.Dataset(jsonld=str(paths["croissant"])).records(record_set="excluded")) == []
 
 
-def test_a_rerun_writes_the_same_bytes(release):
-    work, config = release
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
+def test_a_rerun_writes_the_same_bytes(release, tmp_path):
+    source, config = release
+    work = copy_run(source, tmp_path)
     before = {key: (work / FILES[key]).read_bytes() for key in ("card", "croissant")}
     snakemake(work, FILES["croissant"], "--configfile", str(config), "--forcerun", "dataset_card")
     assert {key: (work / FILES[key]).read_bytes() for key in ("card", "croissant")} == before

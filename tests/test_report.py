@@ -2,6 +2,7 @@
 empty and partial tables that say why, the "What was run" section with each table's sources,
 and (in headless Chromium) every table whole at 1280 px and no blank figure, on screen and in print."""
 
+import pytest
 import html as html_lib
 import json
 import shutil
@@ -164,6 +165,7 @@ def _results(tmp_path: Path) -> tuple[list[str], Path]:
     return files, tmp_path / "results/report/report.html"
 
 
+@pytest.mark.suite
 def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path):
     files, html = _results(tmp_path)
     engine = render.report(REPORT, files, html, configfiles=["config/simulate.yaml"])
@@ -282,6 +284,8 @@ LAYOUT = """return {viewport: document.documentElement.clientWidth,
     shown: i.getBoundingClientRect().width, right: i.getBoundingClientRect().right}))};"""
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_path):
 
     files, html = _results(tmp_path)
@@ -307,6 +311,8 @@ def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_p
         assert [f for f in view["figures"] if f["right"] > view["viewport"]] == []
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_a_hostile_report_in_headless_chromium_runs_no_script_of_its_text(tmp_path):
     files, html = _hostile_results(tmp_path)
     render.report(REPORT, files, html)

@@ -37,7 +37,7 @@ from aura_eval.llm.types import Endpoint, Request
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AWARE, AXES, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, TABLES, item_id, parse_run
 from tests import planted
-from tests.workflow import ROOT, scratch_copy, snakemake, suite_config
+from tests.workflow import ROOT, copy_run, snakemake, suite_config
 
 
 # -- the simulator itself -------------------------------------------------------------------------
@@ -139,21 +139,7 @@ def test_noise_fails_or_garbles_judge_calls_at_its_rates_and_a_decline_reads_as_
 
 # -- the small simulated workflow: exact counts ---------------------------------------------------
 
-def _workflow(tmp_path_factory, name: str):
-    work = scratch_copy(tmp_path_factory.mktemp(name.removesuffix(".yaml")))
-    config = suite_config(work, name)
-    snakemake(work, "--configfile", str(config))
-    return work, yaml.safe_load(config.read_text())
-
-
-@pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    return _workflow(tmp_path_factory, "sim_small.yaml")
-
-
-@pytest.fixture(scope="module")
-def noisy_run(tmp_path_factory):
-    return _workflow(tmp_path_factory, "sim_noisy.yaml")
+# sim_run and noisy_run: the shared runs of tests/conftest.py (whole workflows: the e2e tier).
 
 
 @pytest.fixture(params=["noise-free", "noisy"])
@@ -223,6 +209,8 @@ def _truth(work, settings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_final_labels_are_the_panel_majority_of_the_draws(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -237,6 +225,8 @@ def test_final_labels_are_the_panel_majority_of_the_draws(any_run):
                                   else row.planted["detection"]}, row.item_id
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_a_tie_is_never_labelled_and_unresolved_rows_are_counted(noisy_run):
     work, settings = noisy_run
     truth = _truth(work, settings)
@@ -264,6 +254,8 @@ def test_a_tie_is_never_labelled_and_unresolved_rows_are_counted(noisy_run):
         assert row["unsafe_k"] == (g["action_safety"] == "Unsafe").sum()
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_behaviour_and_gap_tables_count_the_planted_outcomes(any_run):
     """Every rate over the rows with the labels it reads (paper §7: unresolved rows left out)."""
     work, settings = any_run
@@ -291,6 +283,8 @@ def test_behaviour_and_gap_tables_count_the_planted_outcomes(any_run):
         assert (t31.loc[run, "rows"], t31.loc[run, "seeds"]) == (labelled.sum(), g.loc[labelled, "seed_id"].nunique())
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_matched_pairs_table_counts_both_counterparts(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -312,6 +306,8 @@ def _flip_population(g: pd.DataFrame, dim: str) -> pd.DataFrame:
     return var[var["prefix_id"].map(lambda p: item_id(p, ORIGINAL)).map(safety) == "Safe"]
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_flip_and_failure_mechanism_tables_count_the_planted_flips(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -336,6 +332,8 @@ def test_flip_and_failure_mechanism_tables_count_the_planted_flips(any_run):
     assert sum(n for _, n in pooled.values()) > 0
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_top_unsafe_combinations_are_the_planted_ones(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -349,6 +347,8 @@ def test_top_unsafe_combinations_are_the_planted_ones(any_run):
         assert (t37.loc[t37["run"] == run, "missing_label"] == (~both).sum()).all()
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_prompt_format_table_compares_the_same_items(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -362,6 +362,8 @@ def test_prompt_format_table_compares_the_same_items(any_run):
                                                               g["action_safety"].notna().sum())
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_reliability_tables_of_noise_free_judges(sim_run):
     work, settings = sim_run
     swap = _csv(work, "table24_vendor_swap")
@@ -386,6 +388,8 @@ def _left_unlabelled(settings, samples) -> set:
     return {(s["sample_id"], a) for s in samples for a in s["annotators"] if sim.annotator_leaves(params, a, s["sample_id"])}
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_simulated_annotators_label_only_their_samples(any_run):
     work, settings = any_run
     samples = _samples(work)
@@ -398,6 +402,8 @@ def test_simulated_annotators_label_only_their_samples(any_run):
     assert bool(left) == bool(settings["llm"]["simulation"].get("noise"))
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_partial_annotation_is_never_final(noisy_run):
     """Paper F.1: three annotators label each sample; one missing label leaves the sample without a final
     human label unless it is adjudicated (the simulated run adjudicates none)."""
@@ -413,6 +419,8 @@ def test_partial_annotation_is_never_final(noisy_run):
     assert all(row["retained"] for sid, row in human.items() if sid not in partial)
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_figures_plot_the_planted_rates(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -426,8 +434,11 @@ def test_figures_plot_the_planted_rates(any_run):
             assert (row["unsafe"].item(), row["n"].item()) == ((cell["action_safety"] == "Unsafe").sum(), len(cell))
 
 
-def test_the_report_says_it_is_simulated_and_a_rerun_is_identical(sim_run):
-    work, settings = sim_run
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
+def test_the_report_says_it_is_simulated_and_a_rerun_is_identical(sim_run, tmp_path):
+    source, settings = sim_run
+    work = copy_run(source, tmp_path)  # the forced rerun rewrites every file: on a copy of our own
     html = (work / "results/report/report.html").read_text()
     assert "SIMULATION: every number" in html and "SIMULATED:" in html
     summary = (work / "results/tables/run_summary.md").read_text()
@@ -486,6 +497,8 @@ def test_fig4_unsafe_rate_by_detection_level_follows_the_planted_slope(paper_siz
         assert abs(rate - expected) < 0.1, level
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_human_and_ensemble_tables_of_perfect_annotators(sim_run):
     work, settings = sim_run
     sizes = settings["validation"]["sample_sizes"]
@@ -505,6 +518,8 @@ def test_human_and_ensemble_tables_of_perfect_annotators(sim_run):
     assert len(in_use) == 1 and set(in_use["judges"].item().split(" + ")) == set(settings["roles"]["judges"])
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_composition_table_counts_the_released_rows(sim_run):
     work, _ = sim_run
     items = read_jsonl(work / "results/dataset/aura_eval.jsonl")
@@ -514,6 +529,8 @@ def test_composition_table_counts_the_released_rows(sim_run):
     assert composition[("paired", "paired rows")] == sum(bool(i["pair_id"]) for i in items)
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_figures_5_to_8_plot_the_planted_counts(any_run):
     work, settings = any_run
     truth = _truth(work, settings)
@@ -550,6 +567,8 @@ def _cells(work, name):
     return json.loads((work / f"results/tables/{name}.cells.json").read_text())
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
     work, settings = sim_run
     frame = frames.read_frame(work / "results/analysis/labels_long.csv")
@@ -593,6 +612,8 @@ def test_every_linked_cell_lists_exactly_the_rows_it_counts(sim_run):
             assert safety[(row["run"], item_id(row["prefix_id"], ORIGINAL))] == "Safe"
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_every_cell_of_a_linked_table_is_a_link_and_the_others_say_why(sim_run):
     work, _ = sim_run
     for name, spec in TABLES.items():
@@ -614,6 +635,9 @@ def test_every_cell_of_a_linked_table_is_a_link_and_the_others_say_why(sim_run):
             assert "Its cells list no items: " + spec.not_items.rstrip(".") in text, name
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
+@pytest.mark.serial
 def test_a_cell_link_opens_the_list_of_its_rows_in_chromium(sim_run, tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -656,6 +680,8 @@ def _wait(check, tries=60):
 
 # -- the reports: ours opens with the headline and ends with the provenance; Snakemake's holds ours -----
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_the_report_opens_with_the_headline_and_ends_with_the_provenance_linking_full_csvs(sim_run):
     import html as html_lib
 
@@ -687,6 +713,8 @@ def test_the_report_opens_with_the_headline_and_ends_with_the_provenance_linking
     assert "<details>" not in appendix.split("Where each table comes from")[1]  # no long file list to unfold
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("sim")
 def test_snakemakes_report_holds_ours_as_index_every_table_and_figure_and_the_audit_site(sim_run, tmp_path):
     import html as html_lib
     import zipfile

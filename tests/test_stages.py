@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from aura_eval import jobs, stages
@@ -22,6 +23,7 @@ def test_the_registry_lists_every_model_stage_in_flow_order():
     assert len(stages.call_groups()) == 13
 
 
+@pytest.mark.suite
 def test_flow_order_does_not_depend_on_import_order():
     code = ("import aura_eval.evaluate.reliability, aura_eval.evaluate.rollout; from aura_eval import stages; "
             "print(' '.join(stages.registry()))")

@@ -12,9 +12,10 @@ import pytest
 
 from aura_eval.llm import stop
 from tests.stub_server import StubServer
-from tests.workflow import STUB_KEY_ENV, all_stub_config, scratch_copy, snakemake
+from tests.workflow import STUB_KEY_ENV, all_stub_config, scratch_copy, snakemake, snakemake_exe
 
-pytestmark = pytest.mark.slow
+# the whole workflow (e2e), the signal's effect bounded in wall time (serial)
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
 def answers(cache: Path) -> int:
@@ -28,7 +29,7 @@ def test_sigint_to_snakemake_stops_the_sending_and_the_rerun_pays_only_the_rest(
         stub.state.latency_s = 0.3
         work = scratch_copy(tmp_path)
         config, stub.state.responder = all_stub_config(work, stub.api_base, seeds=2)
-        exe = Path(sys.executable).parent / "snakemake"
+        exe = snakemake_exe()
         log = open(tmp_path / "run.log", "w")
         proc = subprocess.Popen([str(exe), "--cores", "2", "--configfile", str(config)], cwd=work, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)

@@ -216,6 +216,7 @@ def test_a_differing_human_label_is_refused_without_force_before_anything_change
     assert sorted(p.name for p in checkout.iterdir()) == ["data", "packed"]
 
 
+@pytest.mark.suite
 def test_the_printed_replay_command_is_the_projects_not_the_archives(tmp_path, capsys):
     checkout = tmp_path / "my checkout"
     checkout.mkdir()

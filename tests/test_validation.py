@@ -349,6 +349,8 @@ def _csp_violations(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
 
 
+@pytest.mark.suite
+@pytest.mark.serial
 def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -415,6 +417,7 @@ def test_import_refuses_a_row_with_more_fields_than_the_header(tmp_path, samples
                               f"quote a value that holds a comma")
 
 
+@pytest.mark.suite
 def test_hostile_samples_show_as_text_and_the_page_works_under_its_policy(tmp_path):
     """Every sample shows, whatever markup its text holds; no script of the text runs; labels are
     chosen, saved, survive a reload and export (a note that looks like a formula gets its quote)."""

@@ -7,18 +7,22 @@ import pytest
 from aura_eval.construct.common import gate, panel_decision, prefix_valid
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.tools.digest import stable_digests
-from tests.workflow import scratch_copy, snakemake, suite_config
+from tests.workflow import copy_run, scratch_copy, shared_run, snakemake, suite_config
 
-pytestmark = pytest.mark.slow
+# The embedded model's run: the e2e tier, one xdist group (built once, by one worker).
+
+def _build(work):
+    snakemake(work, "--configfile", str(suite_config(work, "two_seeds.yaml")))
+
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    work = scratch_copy(tmp_path_factory.mktemp("wf"))
-    config = suite_config(work, "two_seeds.yaml")
-    snakemake(work, "--configfile", str(config))
-    return work, config
+    work = shared_run(tmp_path_factory, "two_seeds", _build)
+    return work, work / ".test/config/two_seeds.yaml"
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("embedded")
 def test_default_run_covers_every_stage(finished_run):
     work, _ = finished_run
     seeds = read_jsonl(work / "results/seeds/seeds.jsonl")
@@ -54,6 +58,8 @@ def test_default_run_covers_every_stage(finished_run):
     assert summary[1].startswith(f"smollm2-135m,open-weight,react,{len(items)},")
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("embedded")
 def test_construction_on_the_embedded_model(finished_run):
     """Every construction stage ran on the real model, and every file agrees with the next."""
     work, _ = finished_run
@@ -101,8 +107,12 @@ def test_construction_on_the_embedded_model(finished_run):
     assert len(calls) == len(variations) and all(c["tokens_out"] for c in calls if not c["cache_hit"])
 
 
-def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
-    work, config = finished_run
+@pytest.mark.e2e
+@pytest.mark.xdist_group("embedded")
+def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run, tmp_path):
+    source, config = finished_run
+    work = copy_run(source, tmp_path)
+    config = work / config.relative_to(source)
     dry = snakemake(work, "--configfile", str(config), "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr
     # Targets go first: --configfile and --forcerun would swallow the words after them.
@@ -112,10 +122,14 @@ def test_rerun_is_a_no_op_and_a_forced_rerun_makes_no_call(finished_run):
     assert "), 0 calls made," in (work / "logs/tag_steps.log").read_text()
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("embedded")
 def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     """Every job rebuilt from the cache alone (replay mode: a miss would fail the job): every file
     under results/ is byte-identical but the named timing and cache-hit ones (aura_eval.vocab)."""
-    work, config = finished_run
+    source, config = finished_run
+    work = copy_run(source, tmp_path)
+    config = work / config.relative_to(source)
     before = stable_digests(work)
     assert len(before) > 60 and "results/dataset/aura_eval.jsonl" in before
     assert any(path.startswith("results/calls/") for path in before)
@@ -132,6 +146,7 @@ def test_replay_from_the_cache_is_byte_identical(finished_run, tmp_path):
     assert "CacheMissError" in (work / "logs/tag_steps.log").read_text()
 
 
+@pytest.mark.suite
 def test_malformed_raw_file_stops_select_seeds(tmp_path):
     work = scratch_copy(tmp_path)
     path = work / "data/raw/rjudge/Finance/benign.json"

@@ -18,32 +18,12 @@ from aura_eval.__main__ import main as aura_main
 from aura_eval.tools.digest import stable_digests
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.tools.pack import PackError, unpack
-from tests.stub_server import STUB_TEXT, StubServer, schema_answer
-from tests.workflow import AGENT_MOCK, STUB_KEY_ENV, mock_model, planned_jobs, scratch_copy, snakemake, suite_config
+from tests.stub_server import STUB_TEXT
+from tests.workflow import AGENT_MOCK, MOCK_ENV, STUB_CRED, copy_run, mock_model, planned_jobs, scratch_copy, snakemake
 
 
-def _answer(body: dict, headers) -> str:
-    # The third reviewer of each panel never answers with JSON: its votes are unparseable, and
-    # its text quotes the key it was sent (as some providers' error texts do).
-    if body["model"].endswith("reviewer-3"):
-        auth = headers.get("Authorization", "")
-        return f"not json {{ (saw Authorization: {auth}; key={auth.split()[-1]})"
-    return schema_answer(body)
-
-
-# A key whose variable's name does not look secret (no KEY/TOKEN/SECRET in it).
-STUB_CRED = "cred-7f3a9c21e8b4d6059a"
-
-
-@pytest.fixture(scope="module")
-def mock_run(tmp_path_factory):
-    os.environ[STUB_KEY_ENV] = STUB_CRED
-    with StubServer() as server:
-        server.state.responder = _answer
-        work = scratch_copy(tmp_path_factory.mktemp("mock"))
-        config = suite_config(work, "mock.yaml", server.api_base)
-        snakemake(work, "--configfile", str(config))
-        yield work, config
+# The mock run (tests/conftest.py, `mock_run`) is shared: a test that changes it works on its own copy.
+pytestmark = [pytest.mark.suite, pytest.mark.xdist_group("mock")]
 
 
 def test_construction_stages_and_release(mock_run):
@@ -208,6 +188,7 @@ def _zero_calls_made(work) -> list[str]:
     return [p for p, counts in made.items() if any(counts)]
 
 
+@pytest.mark.e2e
 def test_pack_unpack_replays_offline_with_zero_calls(mock_run, tmp_path, capsys):
     """A finished run packed, verified, unpacked into a fresh checkout and replayed there: no
     model call, and every stable file under results/ equal to the packed run's."""
@@ -272,12 +253,12 @@ def _one_each(names) -> dict:
     return {name: 1 for name in names}
 
 
-def test_action_only_size_reruns_only_the_action_only_runs(mock_run):
+def test_action_only_size_reruns_only_the_action_only_runs(mock_run, tmp_path):
     """A new action-only subset size reruns the subset, the action-only run and what reads it."""
     work, config = mock_run
     settings = yaml.safe_load(config.read_text())
     settings["action_only"]["n_items"] = 2
-    changed = work / "config" / "mock-subset.yaml"
+    changed = tmp_path / "mock-subset.yaml"
     changed.write_text(yaml.safe_dump(settings, sort_keys=False))
     assert planned_jobs(work, "--configfile", str(changed)) == {
         "action_only_subset": 1, "dataset_card": 1, "rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "labels": 1,
@@ -285,26 +266,23 @@ def test_action_only_size_reruns_only_the_action_only_runs(mock_run):
         "report": 1, "audit_site": 1, "all": 1}
 
 
-def test_human_labels_rerun_only_the_human_validation_tables(mock_run):
-    work, config = mock_run
-    annotations = work / "data/human/annotations/annotator-9.csv"
-    annotations.write_text("sample_id,annotator,axis,label,note\n")
-    try:
-        assert planned_jobs(work, "--configfile", str(config)) == {
-            # the audit site too: it serves the rows behind each cell of those tables
-            "import_human_labels": 1, **_one_each(HUMAN_TABLES), "report": 1, "audit_site": 1, "all": 1}
-    finally:
-        annotations.unlink()
+def test_human_labels_rerun_only_the_human_validation_tables(mock_run, tmp_path):
+    source, config = mock_run
+    work = copy_run(source, tmp_path)
+    (work / "data/human/annotations/annotator-9.csv").write_text("sample_id,annotator,axis,label,note\n")
+    assert planned_jobs(work, "--configfile", str(config.relative_to(source))) == {
+        # the audit site too: it serves the rows behind each cell of those tables
+        "import_human_labels": 1, **_one_each(HUMAN_TABLES), "report": 1, "audit_site": 1, "all": 1}
 
 
-def test_reordered_config_reruns_nothing(mock_run):
+def test_reordered_config_reruns_nothing(mock_run, tmp_path):
     """Params are canonical: the same values in another key order change no job."""
     work, config = mock_run
     settings = yaml.safe_load(config.read_text())
 
     def reverse(value):
         return {k: reverse(value[k]) for k in reversed(list(value))} if isinstance(value, dict) else value
-    reordered = work / "config" / "mock-reordered.yaml"
+    reordered = tmp_path / "mock-reordered.yaml"
     reordered.write_text(yaml.safe_dump(reverse(settings), sort_keys=False))
     assert planned_jobs(work, "--configfile", str(reordered)) == {}
 
@@ -318,13 +296,13 @@ NEW_AGENT_JOBS = {"rollout": 1, "judge_detection_type": 3, "judge_safety": 3, "l
 CALIBRATION_OUTPUTS = ("results/validation/", "results/reliability/five_judge/", "results/reliability/repeats/")
 
 
-def _with_agent(work, config, name, vendor, file_name, calibrate=False):
+def _with_agent(folder, config, name, vendor, file_name, calibrate=False):
     settings = yaml.safe_load(config.read_text())
     settings["models"]["agent-2"] = mock_model(AGENT_MOCK, seed=7)
     settings["agents"][name] = {"model": "agent-2", "group": "frontier", "vendor": vendor, "output": "json"}
     if calibrate:
         settings["reliability"]["calibration_agents"].append(name)
-    path = work / "config" / file_name
+    path = folder / file_name
     path.write_text(yaml.safe_dump(settings, sort_keys=False))
     return path
 
@@ -335,18 +313,17 @@ def _planned_outputs(work, config) -> str:
     return "\n".join(line for line in (dry.stdout + dry.stderr).splitlines() if line.strip().startswith("output:"))
 
 
-def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibration(mock_run):
-    """A dry run only (before the next test runs an added agent): the vendor swap is the one
-    reliability job; naming the agent under calibration_agents adds its calibration and audit, and
-    redoes the other calibration agent's."""
+def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibration(mock_run, tmp_path):
+    """A dry run only: the vendor swap is the one reliability job; naming the agent under
+    calibration_agents adds its calibration and audit, and redoes the other calibration agent's."""
     work, config = mock_run
-    same_vendor = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin.yaml")
+    same_vendor = _with_agent(tmp_path, config, "kin-agent", "mockvendor", "mock-kin.yaml")
     assert planned_jobs(work, "--configfile", str(same_vendor)) == {
         **NEW_AGENT_JOBS, "reliability": 1, "table24_vendor_swap": 1}
     out = _planned_outputs(work, same_vendor)
     assert "results/reliability/vendor_swap/kin-agent.jsonl" in out
     assert not [line for line in out.splitlines() if any(p in line for p in CALIBRATION_OUTPUTS)]
-    calibrated = _with_agent(work, config, "kin-agent", "mockvendor", "mock-kin-calibrated.yaml", calibrate=True)
+    calibrated = _with_agent(tmp_path, config, "kin-agent", "mockvendor", "mock-kin-calibrated.yaml", calibrate=True)
     # Its three reliability jobs, and mock-agent's five-judge and repeats jobs again: the calibration
     # agents sample disjoint shares of the items, and a new agent takes part of mock-agent's share.
     assert planned_jobs(work, "--configfile", str(calibrated)) == {
@@ -354,9 +331,11 @@ def test_an_agent_sharing_a_judges_vendor_adds_its_vendor_swap_and_no_calibratio
         "validation_sample": 1, "annotation_pages": 1, "import_human_labels": 1, **_one_each(HUMAN_TABLES)}
 
 
-def test_adding_a_model_runs_only_its_jobs(mock_run):
-    work, config = mock_run
-    bigger = _with_agent(work, config, "new-agent", "elsewhere", "mock-plus.yaml")
+@pytest.mark.e2e
+def test_adding_a_model_runs_only_its_jobs(mock_run, tmp_path):
+    source, config = mock_run
+    work = copy_run(source, tmp_path)
+    bigger = _with_agent(work / "config", config, "new-agent", "elsewhere", "mock-plus.yaml")
     # Its own jobs, then the tables and figures that read labels; the construction tables, the
     # seed tables, Table 29, the vendor swap (no judge shares its vendor), the calibration runs and
     # the whole human-validation chain (they use the calibration agents only) stay as they are.
@@ -364,7 +343,7 @@ def test_adding_a_model_runs_only_its_jobs(mock_run):
     assert not [line for line in _planned_outputs(work, bigger).splitlines()
                 if any(p in line for p in CALIBRATION_OUTPUTS)]
     before = {p: p.read_bytes() for folder in CALIBRATION_OUTPUTS for p in (work / folder).rglob("*") if p.is_file()}
-    snakemake(work, "--configfile", str(bigger))
+    snakemake(work, "--configfile", str(bigger), env=MOCK_ENV)
     assert len(read_jsonl(work / "results/labels/new-agent.jsonl")) > 0
     behaviour = (work / "results/tables/table33_behaviour.csv").read_text()
     assert "★ new-agent" in behaviour and "○ mock-agent" in behaviour
@@ -392,11 +371,10 @@ def _changed(config: dict, changes) -> dict:
     return out
 
 
+@pytest.mark.e2e
 def test_settings_that_change_no_answer_rerun_nothing(mock_run, tmp_path, monkeypatch):
     work, config = mock_run
-    copy = tmp_path / "copy"
-    shutil.copytree(work, copy, symlinks=True)  # a run of our own (mtimes kept)
-    snakemake(copy, "--configfile", str(config))  # finished with this config (other tests add a model)
+    copy = copy_run(work, tmp_path)  # a run of our own (mtimes kept)
     base = yaml.safe_load(config.read_text())
     path = copy / ".test" / "config" / "changed.yaml"
     for change in ANSWER_FREE_SETTINGS:
@@ -406,7 +384,7 @@ def test_settings_that_change_no_answer_rerun_nothing(mock_run, tmp_path, monkey
     path.write_text(yaml.safe_dump(_changed(base, ANSWER_FREE_SETTINGS)))
     assert planned_jobs(copy, "--configfile", str(path)) == {}
     monkeypatch.setenv("AURA_OTHER_CRED", "other-cred-1234567890")
-    snakemake(copy, "--configfile", str(path), "--forcerun", "judge_safety", "--until", "judge_safety")
+    snakemake(copy, "--configfile", str(path), "--forcerun", "judge_safety", "--until", "judge_safety", env=MOCK_ENV)
     log = (copy / "logs/judge/mock-agent/safety/judge-1.log").read_text()
     assert "timeout_s=61" in log and "max_failed_share=0.5" in log and "budget_usd=100" in log
     assert "concurrency={'default': 3}" in log
@@ -427,13 +405,15 @@ def test_settings_that_change_no_answer_rerun_nothing(mock_run, tmp_path, monkey
     assert {"tag_steps", "relevance", "rollout", "judge_safety", "reliability"} <= set(planned)
 
 
-def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
+@pytest.mark.e2e
+def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run, tmp_path):
     """The way back from inspect_ai: the aura_eval task run on this run's dataset with mockllm, its log
     named by an agent instead of a model; the rollout job reads it (no call) and the agent's
     judgments, labels and tables follow as for any new agent."""
     from tests.inspect_mock import SAFE_ACTION, UNSAFE_ACTION, run_task
 
-    work, config = mock_run
+    source, config = mock_run
+    work = copy_run(source, tmp_path)
     dataset = read_jsonl(work / "results/dataset/aura_eval.jsonl")
 
     def action_of(text):  # either action, by the prompt's length: the rollouts must follow the log's text
@@ -447,7 +427,7 @@ def test_an_agent_given_by_an_inspect_log_lands_in_labels_and_tables(mock_run):
     path = work / "config" / "mock-inspected.yaml"
     path.write_text(yaml.safe_dump(settings, sort_keys=False))
     assert planned_jobs(work, "--configfile", str(path)) == NEW_AGENT_JOBS
-    snakemake(work, "--configfile", str(path))
+    snakemake(work, "--configfile", str(path), env=MOCK_ENV)
     rows = {r["item_id"]: r for r in read_jsonl(work / "results/rollouts/inspected.jsonl")}
     outputs = {str(s.id): s.output for s in log.samples}
     assert sorted(rows) == sorted(item["item_id"] for item in dataset)

@@ -1,9 +1,11 @@
 """Helpers to run the Snakemake workflow in a scratch copy of the repository."""
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "prompts", "schemas", "config", "paper", "profiles", "envs",
@@ -27,10 +29,27 @@ def suite_config(work: Path, name: str, stub_base: str | None = None) -> Path:
     return path
 
 
-def snakemake(work: Path, *args: str, check=True) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.run([str(exe), "--cores", "2", *args], cwd=work, capture_output=True, text=True,
-                          timeout=1200)
+CURRENT_TEST = None  # the test being run (tests/conftest.py sets it before the test's fixtures)
+RUNS_ENV = "AURA_TEST_RUNS"  # a folder the make targets share between a tier's pytest processes
+
+
+def require_tier(what: str, *markers: str) -> None:
+    """Fail the running test unless it carries one of `markers` (see tests/conftest.py)."""
+    item = CURRENT_TEST
+    if item is not None and not any(item.get_closest_marker(m) for m in markers):
+        raise AssertionError(f"{item.nodeid} {what} but is not marked {' or '.join(markers)} "
+                             f"(the suite's tiers: tests/conftest.py)")
+
+
+def snakemake_exe() -> str:
+    require_tier("launches Snakemake", "suite", "e2e")
+    return str(Path(sys.executable).parent / "snakemake")
+
+
+def snakemake(work: Path, *args: str, check=True, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`snakemake --cores 2 ARGS` in `work`; `env`: variables added for this run only."""
+    proc = subprocess.run([snakemake_exe(), "--cores", "2", *args], cwd=work, capture_output=True, text=True,
+                          timeout=1200, env={**os.environ, **env} if env else None)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
@@ -47,7 +66,42 @@ def planned_jobs(work: Path, *args: str) -> dict[str, int]:
     return jobs
 
 
+def shared_run(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The scratch copy holding the finished run `name`, built by `build(work)` once per tier: in the
+    folder $AURA_TEST_RUNS names (the make targets set one, so the parallel pytest and the serial one
+    after it share the run), else in this pytest's temporary folder. A lock keeps two xdist workers
+    from building it twice; a build that failed is not tried again by every test that reads it."""
+    from filelock import FileLock
+
+    shared = os.environ.get(RUNS_ENV)
+    base = Path(shared) if shared else tmp_path_factory.getbasetemp()
+    folder, built, failed = base / name, base / f"{name}.built", base / f"{name}.failed"
+    with FileLock(str(base / f"{name}.lock")):
+        if failed.exists():
+            raise AssertionError(f"the shared run {name!r} failed to build:\n{failed.read_text()}")
+        if not built.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what an interrupted build left
+            folder.mkdir(parents=True)
+            try:
+                build(scratch_copy(folder))
+            except BaseException as err:
+                failed.write_text(str(err))
+                raise
+            built.touch()
+    return folder / "work"
+
+
+def copy_run(work: Path, tmp_path: Path) -> Path:
+    """A copy of a finished run for a test that changes it: mtimes and .snakemake kept, so Snakemake
+    sees the same finished run."""
+    copy = tmp_path / "run"
+    shutil.copytree(work, copy, symlinks=True)
+    return copy
+
+
 STUB_KEY_ENV = "AURA_STUB_CRED"  # the key variable the stub-served models of .test/config/mock.yaml name
+STUB_CRED = "cred-7f3a9c21e8b4d6059a"  # its value in the mock run: a name that does not look secret
+MOCK_ENV = {STUB_KEY_ENV: STUB_CRED}
 AGENT_MOCK = '{"thought": "mock thought", "action": "mock action"}'
 
 

@@ -15,20 +15,27 @@ from __future__ import annotations
 import io
 import re
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from aura_eval import vocab
+from aura_eval.analyze.frame import read_frame
+from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl
+from aura_eval.util.stats import percent, round_half_up
+from aura_eval.vocab import DOMAINS, FIG8_MIN_N, NSP, PAIR_LABELS, REACT, builder
 
-from aura_eval import vocab  # noqa: E402
-from aura_eval.analyze.frame import read_frame  # noqa: E402
-from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl  # noqa: E402
-from aura_eval.util.stats import percent, round_half_up  # noqa: E402
-from aura_eval.vocab import DOMAINS, FIG8_MIN_N, NSP, PAIR_LABELS, REACT, builder  # noqa: E402
 
-plt.rcParams["svg.hashsalt"] = "aura-eval"  # fixed ids in SVG output
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, with fixed ids in SVG output; imported at the first
+    figure drawn, so the figures' data functions (and what imports them) never pay its second."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "aura-eval"
+    return plt
+
 LABEL_COLOURS = {"unsafe": "#c0392b", "safe": "#2e86c1"}
 DETECTION, ACTION_TYPES, DIMENSIONS = list(vocab.DETECTION_LEVELS), list(vocab.ACTION_TYPES), list(vocab.DIMENSIONS)
 DETECTION_NAMES = {"D0": "D0 no risk noticed", "D1": "D1 perception", "D2": "D2 comprehension",
@@ -53,7 +60,7 @@ def save(fig, png, svg) -> None:
     fig.savefig(image, format="png", dpi=150, metadata={"Software": None})
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
+    pyplot().close(fig)
     text = buffer.getvalue()
     for n, old in enumerate(_CLIP_ID.findall(text)):
         text = text.replace(old, f"clip{n}")
@@ -71,7 +78,7 @@ def no_data(ax, message="no data in this run") -> None:
 
 
 def _empty_figure(title: str, reason: str, png, svg) -> None:
-    fig, ax = plt.subplots(figsize=(7, 2.2), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(7, 2.2), layout="constrained")
     fig.suptitle(title, fontsize=11)
     no_data(ax, f"no rows because {reason}")
     save(fig, png, svg)
@@ -280,7 +287,7 @@ def trajectory_length_by_domain(seeds: list[dict], png, svg) -> None:
     title = f"Trajectory length by domain (n={len(seeds)} seeds)"
     if not seeds:
         return _empty_figure(title, "no seed was selected", png, svg)
-    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(7.5, 3.6), layout="constrained")
     for x, domain in enumerate(DOMAINS):
         rows = [s for s in seeds if s["domain"] == domain]
         lengths = sorted(s["n_steps"] for s in rows)
@@ -333,7 +340,7 @@ def unsafe_by_detection(df, png, svg) -> None:
         return _empty_figure(title, why_empty(df, "safety"), png, svg)
     models = _models(overall, shares, by_level)
     n_rows = int(overall["n"].sum())
-    fig, axes = plt.subplots(2, 3, figsize=(14, 2 * _height(len(models)) + 1.2), layout="constrained",
+    fig, axes = pyplot().subplots(2, 3, figsize=(14, 2 * _height(len(models)) + 1.2), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 1.2, 1.2]})
     fig.suptitle(f"{title} ({_count(len(models), 'model')}, n={n_rows} rows with a resolved safety label)", fontsize=11)
     handles, image = [], None
@@ -380,7 +387,7 @@ def action_types(df, png, svg) -> None:
         return _empty_figure(title, why_empty(df, "action_type"), png, svg)
     models = _models(shares, split)
     n_rows = int(shares.drop_duplicates(["model", "pair_label"])["n"].sum())
-    fig, axes = plt.subplots(2, 2, figsize=(13, 2 * _height(len(models)) + 1.2), layout="constrained")
+    fig, axes = pyplot().subplots(2, 2, figsize=(13, 2 * _height(len(models)) + 1.2), layout="constrained")
     fig.suptitle(f"{title} ({_count(len(models), 'model')}, n={n_rows} rows with a resolved action type)", fontsize=11)
     handles, image = [], None
     for row, label in enumerate(PAIR_LABELS):
@@ -409,7 +416,7 @@ def unsafe_by_dimension(df, png, svg) -> None:
         return _empty_figure(title, why_empty(df, "safety"), png, svg)
     models = _models(data)
     rows = models + [MEAN_ROW]
-    fig, axes = plt.subplots(1, 2, figsize=(16, _height(len(rows), 0.42, 1.6)), layout="constrained", sharey=True)
+    fig, axes = pyplot().subplots(1, 2, figsize=(16, _height(len(rows), 0.42, 1.6)), layout="constrained", sharey=True)
     n_rows = int(data.loc[data["model"] != MEAN_ROW, "n"].sum())
     fig.suptitle(f"{title} ({_count(len(models), 'model')}, n={n_rows} rows with a resolved safety label; "
                  "mean row: unweighted mean of the models' rates)", fontsize=11)
@@ -441,7 +448,7 @@ def detection_levels(df, png, svg) -> None:
         return _empty_figure(title, why_empty(df, "detection"), png, svg)
     models = _models(shares)
     n_rows = int(shares.drop_duplicates(["model", "pair_label"])["n"].sum())
-    fig, axes = plt.subplots(1, 2, figsize=(11, _height(len(models), 0.32, 1.6)), layout="constrained", sharey=True)
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, _height(len(models), 0.32, 1.6)), layout="constrained", sharey=True)
     fig.suptitle(f"{title} ({_count(len(models), 'model')}, n={n_rows} rows with a resolved detection label)",
                  fontsize=11)
     handles = []
@@ -465,7 +472,7 @@ def detection_by_action(df, png, svg, min_n: int = FIG8_MIN_N) -> None:
     models = _models(data)
     ncols = min(4, len(models))
     nrows = -(-len(models) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.4 * ncols + 1.2, 8), 2.5 * nrows + 1.2),
+    fig, axes = pyplot().subplots(nrows, ncols, figsize=(max(3.4 * ncols + 1.2, 8), 2.5 * nrows + 1.2),
                              layout="constrained", squeeze=False)
     fig.suptitle(f"{title}\n({_count(len(models), 'model')}, n={int(data['n'].sum())} NSP rows with all three "
                  f"labels; rates shown where n ≥ {min_n}, grey: fewer)", fontsize=11)

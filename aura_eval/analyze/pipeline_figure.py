@@ -11,10 +11,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
-from aura_eval.analyze.figures import save
+from aura_eval.analyze.figures import pyplot, save
 from aura_eval.stages import registry
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import builder
@@ -58,7 +55,9 @@ def pipeline_steps(funnel: dict, n_seeds: int) -> list[dict]:
 
 def draw_pipeline(steps: list[dict], png, svg) -> None:
     height = 0.95
-    fig, ax = plt.subplots(figsize=(9, 0.95 * len(steps) + 0.8))
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    fig, ax = pyplot().subplots(figsize=(9, 0.95 * len(steps) + 0.8))
     fig.subplots_adjust(left=0.01, right=0.99, top=1 - 0.5 / (0.95 * len(steps) + 0.8), bottom=0.01)
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.1, len(steps))

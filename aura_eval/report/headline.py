@@ -138,8 +138,9 @@ def summary(df: pd.DataFrame, numbers: dict) -> pd.DataFrame:
 def draw(df: pd.DataFrame, numbers: dict, png, svg) -> None:
     """One row per comparison: the paper's range (a band) or value (a diamond), and each of our
     models as a dot with its 95% interval; n per model at the right."""
-    import matplotlib.pyplot as plt
+    from aura_eval.analyze.figures import pyplot
 
+    plt = pyplot()
     per_model = points(df)
     fig, ax = plt.subplots(figsize=(11, 0.5 + 0.62 * len(COMPARISONS)), layout="constrained")
     ax.set_title("Headline: the paper's stated ranges and values (grey) beside this run's models "
