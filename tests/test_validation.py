@@ -418,6 +418,7 @@ def test_import_refuses_a_row_with_more_fields_than_the_header(tmp_path, samples
 
 
 @pytest.mark.suite
+@pytest.mark.serial
 def test_hostile_samples_show_as_text_and_the_page_works_under_its_policy(tmp_path):
     """Every sample shows, whatever markup its text holds; no script of the text runs; labels are
     chosen, saved, survive a reload and export (a note that looks like a formula gets its quote)."""
