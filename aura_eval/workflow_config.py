@@ -98,22 +98,14 @@ DEFAULT_CONFIGFILE = "config/config.yaml"  # the Snakefile's `configfile:`, read
 
 
 def merge_configs(*configs: dict) -> dict:
-    """Several configs as one, merged as Snakemake merges its `--configfile`s
-    (`snakemake.utils.update_config`): a later config's mapping updates the earlier one's key by key at
-    every level; any other value (a list, a number, a text, null) replaces the earlier one whole. The
-    inputs are left unchanged."""
-
-    def update(base: dict, overlay: dict) -> dict:
-        for key, value in overlay.items():
-            if isinstance(value, dict):
-                base[key] = update(base[key] if isinstance(base.get(key), dict) else {}, value)
-            else:
-                base[key] = copy.deepcopy(value)
-        return base
+    """Several configs as one, merged by Snakemake's own `update_config` (what it does with its
+    `--configfile`s): a later mapping updates the earlier one key by key at every level, any other value
+    replaces it whole. The inputs are left unchanged."""
+    from snakemake.utils import update_config
 
     merged: dict = {}
     for config in configs:
-        update(merged, config or {})
+        update_config(merged, copy.deepcopy(config or {}))
     return merged
 
 
