@@ -78,7 +78,7 @@ test-fast: venv
 # The README's test command: the fast tier, the heavier tests, the docs site and the shared mock run.
 test: venv $(VENV)/.docs-installed
 	$(BIN)/snakemake --lint
-	$(SHARED_RUNS) && $(PYTEST) -m "(fast or suite) and not serial" $(PARALLEL) && $(PYTEST) -m "suite and serial"
+	$(SHARED_RUNS) && $(PYTEST) -m "(fast or suite) and not e2e and not serial" $(PARALLEL) && $(PYTEST) -m "suite and not e2e and serial"
 
 # Every other whole-workflow run: the embedded model, the simulations, the provider dialects, Ctrl-C.
 test-e2e: venv

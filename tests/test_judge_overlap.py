@@ -77,6 +77,7 @@ def _run(panel, stub, tmp_path, name):
     return rows, read_jsonl(tmp_path / f"{name}.jsonl"), time.perf_counter() - start, stub.state.max_in_flight
 
 
+@pytest.mark.e2e  # a wall-time comparison of seconds: the slower tier (make test stays within 5 minutes)
 @pytest.mark.serial
 def test_panel_phases_overlap_across_judges_with_the_same_rows_and_call_log(stub, tmp_path):
     stub.state.latency_s = LATENCY_S

@@ -169,7 +169,8 @@ def _paced_job(settings: dict, api_base: str, model: str, barrier, results) -> N
     results.put([r.status for r in client.run(make_requests(SimpleNamespace(api_base=api_base), 20, model=model))])
 
 
-@pytest.mark.suite
+# e2e (issue 32: make test stays within 5 minutes): two spawned processes each import litellm
+@pytest.mark.e2e
 @pytest.mark.serial
 @pytest.mark.parametrize("one_cache", [True, False])
 def test_jobs_in_separate_processes_stay_under_the_limit_together(stub, llm_settings, tmp_path, one_cache):
