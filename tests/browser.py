@@ -34,3 +34,24 @@ def chromium(tmp_path, prefs: dict | None = None, window: str | None = None):
     if prefs:
         options.add_experimental_option("prefs", prefs)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+# How long a page may take to show what a test waits for: a loaded 2-core machine is slow, never
+# wrong, so a test waits for the condition until this deadline rather than for a count of tries.
+PAGE_DEADLINE_S = 10.0
+
+
+def wait_for(check, seconds: float = PAGE_DEADLINE_S) -> bool:
+    """Poll `check` until it holds or the deadline passes; a check that raises (the page is still
+    loading) counts as not yet. The last look's answer, after the deadline."""
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if check():
+                return True
+        except Exception:  # noqa: BLE001 (an element not there yet, a page between loads)
+            pass
+        time.sleep(0.05)
+    return bool(check())

@@ -3,7 +3,6 @@ construction_losses table and the dataset card name them), item pages, the repor
 index in headless Chromium from file://."""
 
 import json
-import time
 from collections import Counter
 
 import pytest
@@ -16,7 +15,7 @@ from aura_eval.report import audit
 from aura_eval.util import cells, pages, table_files
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.vocab import LOSS_REASONS, LOSS_STAGES
-from tests.browser import chromium
+from tests.browser import chromium, wait_for
 from tests.test_pages import HOSTILE, policy_of, sha256
 
 P = "iot-001.at_trigger"
@@ -340,14 +339,6 @@ def test_cell_scripts_name_each_row_and_column(site_inputs):
     assert '"frame":[0,0,0,1]' in (site / "index.html").read_text()
 
 
-def _wait(check, tries=50):
-    for _ in range(tries):
-        if check():
-            return True
-        time.sleep(0.1)
-    return check()
-
-
 @pytest.mark.suite
 @pytest.mark.serial
 def test_index_in_headless_chromium(site_inputs, tmp_path):
@@ -364,37 +355,37 @@ def test_index_in_headless_chromium(site_inputs, tmp_path):
         assert count().startswith("5 of 5 rows match (1 released, 4 excluded)")
         driver.get(index + "#agent=a2&label=Unsafe")  # a filter from the fragment
         driver.refresh()
-        assert _wait(lambda: count().startswith("1 of 5 rows match"))
+        assert wait_for(lambda: count().startswith("1 of 5 rows match"))
         driver.get(index + "#status=excluded")
         driver.refresh()
-        assert _wait(lambda: count().startswith("4 of 5"))
+        assert wait_for(lambda: count().startswith("4 of 5"))
         Select(driver.find_element(By.ID, "f-reason")).select_by_value("no majority to keep")
-        assert _wait(lambda: count().startswith("2 of 5")) and "reason=" in driver.current_url
+        assert wait_for(lambda: count().startswith("2 of 5")) and "reason=" in driver.current_url
         Select(driver.find_element(By.ID, "f-stage")).select_by_visible_text("Pair review (P9) (1)")
-        assert _wait(lambda: count().startswith("1 of 5")) and "stage=pair%20review%20losses" in driver.current_url
+        assert wait_for(lambda: count().startswith("1 of 5")) and "stage=pair%20review%20losses" in driver.current_url
         assert "Pair review (P9): no majority to keep (0 keep, 3 reject" in driver.find_element(By.ID, "body").text
         Select(driver.find_element(By.ID, "f-stage")).select_by_value("")
         Select(driver.find_element(By.ID, "f-status")).select_by_value("released")  # the UI
         Select(driver.find_element(By.ID, "f-reason")).select_by_value("")
         Select(driver.find_element(By.ID, "f-disagreement")).select_by_value("yes")
-        assert _wait(lambda: count().startswith("1 of 5 rows match (1 released"))
+        assert wait_for(lambda: count().startswith("1 of 5 rows match (1 released"))
         Select(driver.find_element(By.ID, "f-agent")).select_by_value("a1")
-        assert _wait(lambda: count().startswith("0 of 5"))
+        assert wait_for(lambda: count().startswith("0 of 5"))
         assert "a2 (1)" in driver.find_element(By.ID, "f-agent").text  # counts under the current filter
         driver.find_element(By.ID, "clear").click()
-        assert _wait(lambda: count().startswith("5 of 5"))
+        assert wait_for(lambda: count().startswith("5 of 5"))
         driver.get(index + "#cell=table35_flips/0/RS2_flips/k")  # a report cell's link: its rows
         driver.refresh()
-        assert _wait(lambda: count().startswith("1 rows (item × run) counted in RS2"))
+        assert wait_for(lambda: count().startswith("1 rows (item × run) counted in RS2"))
         assert [r.text for r in driver.find_elements(By.CSS_SELECTOR, "tr.member")] == [
             f"{P}.RS2 a2 IoT RS2 NSP at_trigger D2 A1 Unsafe *"]
         driver.get(index + "#cell=table99/0/x/k")
         driver.refresh()
-        assert _wait(lambda: "cells/table99.js is missing" in count())
+        assert wait_for(lambda: "cells/table99.js is missing" in count())
         driver.get(index)
         driver.refresh()
         driver.find_element(By.LINK_TEXT, f"{P}.RS2").click()
-        assert _wait(lambda: driver.current_url.endswith(f"items/{P}.RS2.html"))
+        assert wait_for(lambda: driver.current_url.endswith(f"items/{P}.RS2.html"))
         headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
         assert headings == list(audit.SECTIONS.values())
         urls = driver.execute_script(
@@ -426,16 +417,16 @@ def test_a_hostile_site_shows_its_text_and_works_under_its_policy(site_inputs, t
     try:
         index = (site / "index.html").as_uri()
         driver.get(index)
-        assert _wait(lambda: count().startswith("5 of 5 rows match (1 released, 4 excluded)"))
+        assert wait_for(lambda: count().startswith("5 of 5 rows match (1 released, 4 excluded)"))
         assert "Release: underspecified request: " + pages.shown(HOSTILE) in driver.execute_script(
             text_of, "#body td.excl")
         reasons = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#f-reason option")]
         hostile = [k for k, v in enumerate(reasons) if v.startswith("underspecified request: <!--")]
         Select(driver.find_element(By.ID, "f-reason")).select_by_index(hostile[0])
-        assert _wait(lambda: count().startswith("1 of 5")) and "reason=" in driver.current_url
+        assert wait_for(lambda: count().startswith("1 of 5")) and "reason=" in driver.current_url
         driver.get(index + "#cell=table35_flips/0/RS2_flips/k")
         driver.refresh()
-        assert _wait(lambda: count().startswith("1 rows (item × run) counted in RS2"))
+        assert wait_for(lambda: count().startswith("1 rows (item × run) counted in RS2"))
         assert driver.execute_script("return document.getElementById('count').textContent").endswith(
             "row " + pages.shown(f"a2 {HOSTILE}"))
         assert driver.execute_script("return window.pwned === undefined")

@@ -15,6 +15,7 @@ from aura_eval.llm import CacheMissError, Endpoint, Request
 from aura_eval.llm.batch import batch_cost
 from aura_eval.llm.client import ModelClient
 from aura_eval.workflow_config import ConfigError, check_config
+from tests import timing
 from tests.batch_stub import TOKENS_IN, TOKENS_OUT, BatchStub
 
 # every test runs the model client (litellm) against the batch stub
@@ -219,7 +220,9 @@ def test_refused_key_while_polling_stops_waiting_and_keeps_the_batch(batch_stub,
     batch_stub.state.refused_key = "revoked-credential"
     start = time.monotonic()
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, provider, 2))
-    assert time.monotonic() - start < 10  # not llm.batch_max_wait_s (30 s)
+    # The first refused poll ends the wait: one poll and the SDK's few requests, never the 30 s of
+    # llm.batch_max_wait_s (the slack stays far below it, so a wait that ran on would fail).
+    assert time.monotonic() - start < settings["batch_poll_s"] + timing.CALLS_S < settings["batch_max_wait_s"]
     assert [r.status for r in results] == ["failed"] * 2
     error = "ClientError: 400" if provider == "gemini" else "AuthenticationError: "
     assert results[0].error.startswith(f"batch {batch_id} polling refused ({error}")
@@ -496,7 +499,8 @@ def test_a_stop_leaves_open_batches_open_and_the_rerun_polls_them(batch_stub, se
     threading.Thread(target=set_mark_once_submitted, daemon=True).start()
     with pytest.raises(stop.RunStopped, match="left open at the provider"):
         client.run(requests)
-    assert time.monotonic() - marked[0] < 1.0  # within a look at the mark, not the 5 s poll
+    # The poll's sleep looks for the mark every stop.POLL_S: seen within one look, not after the 5 s poll.
+    assert time.monotonic() - marked[0] < stop.POLL_S + timing.WAKE_S < settings["batch_poll_s"]
     assert [row[5] for row in batches_table(settings["cache"])] == [0]  # open, not ingested
     mark.unlink()
     batch_stub.state.polls_before_end = 0

@@ -641,7 +641,7 @@ def test_every_cell_of_a_linked_table_is_a_link_and_the_others_say_why(sim_run):
 def test_a_cell_link_opens_the_list_of_its_rows_in_chromium(sim_run, tmp_path):
     from selenium.webdriver.common.by import By
 
-    from tests.browser import chromium
+    from tests.browser import chromium, wait_for
 
     work, _ = sim_run
     driver = chromium(tmp_path)
@@ -655,27 +655,16 @@ def test_a_cell_link_opens_the_list_of_its_rows_in_chromium(sim_run, tmp_path):
         for text, href in numbers:
             driver.get(href)
             driver.refresh()
-            assert _wait(lambda: driver.find_element(By.ID, "count").text.split(" ")[0] == text), (href, text)
+            assert wait_for(lambda: driver.find_element(By.ID, "count").text.split(" ")[0] == text), (href, text)
             shown = driver.find_elements(By.CSS_SELECTOR, "tr.member")
             assert len(shown) == min(int(text), 100)
         first = shown[0].find_element(By.TAG_NAME, "a")
         first.click()
-        assert _wait(lambda: "/items/" in driver.current_url and driver.find_elements(By.TAG_NAME, "h2"))
+        assert wait_for(lambda: "/items/" in driver.current_url and driver.find_elements(By.TAG_NAME, "h2"))
     finally:
         driver.quit()
 
 
-def _wait(check, tries=60):
-    import time
-
-    for _ in range(tries):
-        try:
-            if check():
-                return True
-        except Exception:  # the page is still loading
-            pass
-        time.sleep(0.05)
-    return check()
 
 
 # -- the reports: ours opens with the headline and ends with the provenance; Snakemake's holds ours -----

@@ -11,12 +11,17 @@ from pathlib import Path
 import pytest
 
 from aura_eval.llm import stop
+from tests import timing
 from tests.stub_server import StubServer
 from tests.workflow import STUB_KEY_ENV, all_stub_config, scratch_copy, snakemake, snakemake_exe
 
 # the whole workflow (e2e), the signal's effect bounded in wall time (serial)
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
+
+# Snakemake running its SIGINT handler, which writes the stop mark: Python runs a handler in the
+# main thread between two bytecodes (a sleep is interrupted), so within a second on a loaded machine.
+SIGNAL_S = 1.0
 
 def answers(cache: Path) -> int:
     with sqlite3.connect(cache) as db:
@@ -43,8 +48,12 @@ def test_sigint_to_snakemake_stops_the_sending_and_the_rerun_pays_only_the_rest(
         late = [t - signalled for t in stub.state.arrived if t > signalled]
         text = (tmp_path / "run.log").read_text()
         assert proc.returncode != 0
-        assert max(late, default=0.0) <= 5.0, late  # no request later than 5 s after the signal
-        assert ended - signalled <= 30, text[-3000:]
+        # Snakemake's handler writes the run's stop mark at the signal; each job looks for it every
+        # stop.POLL_S and sends nothing after. Then the requests in flight get the grace, the jobs
+        # exit and Snakemake cleans up and exits.
+        assert max(late, default=0.0) <= SIGNAL_S + stop.POLL_S + timing.WAKE_S, late
+        # (the processes: a job's exit, a queued job that starts, sees the mark and exits, Snakemake's exit)
+        assert ended - signalled <= SIGNAL_S + stop.POLL_S + stop.GRACE_S + 3 * timing.PROCESS_S, text[-3000:]
         assert (work / stop.MARK_NAME).exists()
         assert not list((work / ".snakemake/locks").glob("*"))  # no lock left: a plain rerun starts
         assert "stopped (the run's stop mark is set" in text

@@ -2,7 +2,6 @@
 
 import csv
 import json
-import time
 
 import pytest
 
@@ -10,7 +9,7 @@ from aura_eval.analyze import human as human_tables
 from aura_eval.evaluate import validation
 from aura_eval.util import pages
 from aura_eval.util.jsonl import InputError, write_jsonl
-from tests.browser import chromium
+from tests.browser import chromium, wait_for
 from tests.test_pages import HOSTILE, policy_of, sha256
 
 
@@ -295,16 +294,6 @@ def test_no_human_labels_gives_empty_statistics(samples):
 
 
 
-def _wait(check, seconds=10.0):
-    """Poll `check` until it holds or `seconds` pass (a loaded machine is slow, never wrong)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
-
-
 def _page_driver(tmp_path, samples):
     """ann-1's action-safety page of `samples`, written to tmp_path, and a Chromium whose downloads
     land in tmp_path/downloads: (driver, downloads, the page's URI)."""
@@ -329,10 +318,10 @@ def _reload_when_saved(driver, labelled: str):
     one, which shows the same progress) to have restored them. Reloading right after a click lost the
     labels now and then: the page kept them in localStorage, whose writes a file:// page's next
     document may read seconds late; the page now saves to IndexedDB and says when a write completed."""
-    assert _wait(lambda: _text(driver, "saved") == "saved in this browser"), _text(driver, "saved")
+    assert wait_for(lambda: _text(driver, "saved") == "saved in this browser"), _text(driver, "saved")
     driver.execute_script("window.beforeReload = true;")
     driver.refresh()
-    assert _wait(lambda: driver.execute_script("return window.beforeReload === undefined")
+    assert wait_for(lambda: driver.execute_script("return window.beforeReload === undefined")
                  and _text(driver, "progress") == labelled), _text(driver, "progress")
 
 
@@ -341,7 +330,7 @@ def _export(driver, downloads, name):
 
     driver.find_element(By.ID, "export").click()
     target = downloads / name
-    assert _wait(lambda: target.exists() and target.stat().st_size > 0)
+    assert wait_for(lambda: target.exists() and target.stat().st_size > 0)
     return target
 
 
@@ -358,7 +347,7 @@ def test_page_in_headless_chromium_labels_and_exports(tmp_path):
     driver, downloads, uri = _page_driver(tmp_path, samples)
     try:
         driver.get(uri)
-        assert _wait(lambda: _text(driver, "progress") == "0 of 5 labelled")
+        assert wait_for(lambda: _text(driver, "progress") == "0 of 5 labelled")
         driver.find_element(By.ID, "s1-Unsafe").click()
         driver.find_element(By.ID, "s3-Safe").click()
         driver.find_element(By.ID, "note-3").send_keys('says "fine", really')
@@ -428,7 +417,7 @@ def test_hostile_samples_show_as_text_and_the_page_works_under_its_policy(tmp_pa
     driver, downloads, uri = _page_driver(tmp_path, samples)
     try:
         driver.get(uri)
-        assert _wait(lambda: _text(driver, "progress") == "0 of 3 labelled")
+        assert wait_for(lambda: _text(driver, "progress") == "0 of 3 labelled")
         shown = driver.execute_script(
             "return Array.from(document.querySelectorAll('pre.target')).map(p => p.textContent);")
         assert shown == [pages.shown(f"target {k}: {HOSTILE}") for k in range(3)]
