@@ -22,7 +22,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests import workflow  # noqa: E402
-from tests.stub_server import StubServer, schema_answer  # noqa: E402
+from tests.stub_server import StubServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TIERS = ("suite", "e2e")
@@ -91,28 +91,12 @@ def rjudge_copy(tmp_path, rjudge_dir):
 
 # -- the shared whole-workflow runs: each built once per tier (tests.workflow.shared_run) ----------
 
-def _mock_answer(body: dict, headers) -> str:
-    # The third reviewer of each panel never answers with JSON: its votes are unparseable, and
-    # its text quotes the key it was sent (as some providers' error texts do).
-    if body["model"].endswith("reviewer-3"):
-        auth = headers.get("Authorization", "")
-        return f"not json {{ (saw Authorization: {auth}; key={auth.split()[-1]})"
-    return schema_answer(body)
-
-
-def _build_mock(work: Path) -> None:
-    with StubServer() as server:
-        server.state.responder = _mock_answer
-        config = workflow.suite_config(work, "mock.yaml", server.api_base)
-        workflow.snakemake(work, "--configfile", str(config), env=workflow.MOCK_ENV)
-
-
 @pytest.fixture(scope="session")
 def mock_run(tmp_path_factory):
     """(work, config): the whole workflow on mock models (.test/config/mock.yaml; the construction
     roles on the stub server, which is gone once the run is built: what reruns a copy of it finds
     their answers cached). Read it only; a test that changes it changes `workflow.copy_run(...)`."""
-    work = workflow.shared_run(tmp_path_factory, "mock", _build_mock)
+    work = workflow.shared_run(tmp_path_factory, "mock", workflow.build_mock_run)
     return work, work / ".test" / "config" / "mock.yaml"
 
 

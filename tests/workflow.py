@@ -136,3 +136,26 @@ def all_stub_config(work: Path, stub_base: str, seeds: int | None = None, cache:
         return canned.get(body["model"]) or schema_answer(body)
 
     return path, responder
+
+
+def mock_answer(body: dict, headers) -> str:
+    """The stub's answers in the mock run. The third reviewer of each panel never answers with JSON:
+    its votes are unparseable, and its text quotes the key it was sent (as some providers' error
+    texts do)."""
+    from tests.stub_server import schema_answer
+
+    if body["model"].endswith("reviewer-3"):
+        auth = headers.get("Authorization", "")
+        return f"not json {{ (saw Authorization: {auth}; key={auth.split()[-1]})"
+    return schema_answer(body)
+
+
+def build_mock_run(work: Path) -> None:
+    """The whole workflow on .test/config/mock.yaml in `work` (a scratch copy), its construction
+    roles answered by a stub server that is gone once the run is built."""
+    from tests.stub_server import StubServer
+
+    with StubServer() as server:
+        server.state.responder = mock_answer
+        config = suite_config(work, "mock.yaml", server.api_base)
+        snakemake(work, "--configfile", str(config), env=MOCK_ENV)

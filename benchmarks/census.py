@@ -1,0 +1,73 @@
+"""Which Python processes of a command start Snakemake and which import litellm.
+
+`with census(path):` drops a one-line `.pth` file into this environment's site-packages for the
+duration, so every Python process of the environment (pytest, its workers, Snakemake, each job, a
+test's own subprocess, wherever it runs) runs this file at start-up; it counts only where
+`AURA_CENSUS` names the file to append to (a process given an environment without it is not counted, so the
+counts are lower bounds). Lines: `snakemake <pid>` for a Snakemake command line (`job` for the
+per-job Snakemake a local job runs in), `litellm <pid>` the first time a process imports litellm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+from collections import Counter
+from pathlib import Path
+
+ENV = "AURA_CENSUS"
+HOOK = "aura_census"  # the name this file runs under at a process's start
+PTH = Path(sysconfig.get_paths()["purelib"]) / "aura_census.pth"
+
+
+def _note(what: str) -> None:
+    with open(os.environ[ENV], "a", encoding="utf-8") as out:
+        out.write(f"{what} {os.getpid()}\n")
+
+
+class _LitellmImport:
+    """A meta-path finder that notes the first import of litellm and finds nothing itself."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "litellm":
+            _note("litellm")
+            sys.meta_path.remove(self)
+        return None
+
+
+def note_process() -> None:
+    if not os.environ.get(ENV) or getattr(sys, "_aura_census", False):  # once a process (a .pth may be read twice)
+        return
+    sys._aura_census = True
+    argv = " ".join(sys.orig_argv)
+    if "snakemake" in argv and "pytest" not in argv:
+        _note("snakemake-job" if "--target-jobs" in argv or "--mode subprocess" in argv else "snakemake")
+    sys.meta_path.insert(0, _LitellmImport())
+
+
+@contextlib.contextmanager
+def census(path: Path):
+    """Count the processes of the commands run inside; the counts are read with `counts(path)`."""
+    path.write_text("")
+    # A .pth line that starts with `import` is run by `site` in every process of the environment.
+    PTH.write_text(f"import os, runpy; os.environ.get({ENV!r}) and runpy.run_path({__file__!r}, run_name={HOOK!r})\n")
+    previous = os.environ.get(ENV)
+    os.environ[ENV] = str(path)
+    try:
+        yield
+    finally:
+        PTH.unlink(missing_ok=True)
+        if previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = previous
+
+
+def counts(path: Path) -> dict[str, int]:
+    return dict(Counter(line.split()[0] for line in path.read_text().splitlines() if line.strip()))
+
+
+if __name__ == HOOK:
+    note_process()
