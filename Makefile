@@ -69,7 +69,7 @@ preflight: venv
 # reason (-rs prints it); CI installs Chromium (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -rs --durations=10
 PARALLEL := -n 2 --dist loadgroup
-SHARED_RUNS := runs=$$(mktemp -d) && trap 'rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"
+SHARED_RUNS := runs=$$(mktemp -d) && trap 'cat "$$runs/runs.log" 2>/dev/null; rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"
 
 # Unit tests only: what a developer runs after each change (about a minute at most).
 test-fast: venv

@@ -273,6 +273,7 @@ def _as_installed(work: Path) -> dict:
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("mock")  # on the worker that builds the mock run it copies
 def test_the_readme_s_offline_commands_run_as_written(mock_run, tmp_path):
     """Every command of the README's four paths that needs no key runs as written, in order, in a copy
     of the finished mock run set up as the default run (its config as config/config.yaml, its cache

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,9 @@ def shared_run(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     shared = os.environ.get(RUNS_ENV)
     base = Path(shared) if shared else tmp_path_factory.getbasetemp()
     folder, built, failed = base / name, base / f"{name}.built", base / f"{name}.failed"
+    asked = time.monotonic()
     with FileLock(str(base / f"{name}.lock")):
+        waited = time.monotonic() - asked
         if failed.exists():
             raise AssertionError(f"the shared run {name!r} failed to build:\n{failed.read_text()}")
         if not built.exists():
@@ -88,7 +91,21 @@ def shared_run(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
                 failed.write_text(str(err))
                 raise
             built.touch()
+            _runs_log(base, f"{name}: built in {time.monotonic() - asked - waited:.0f} s for {_test_id()}")
+        elif waited > 1:
+            _runs_log(base, f"{name}: {_test_id()} waited {waited:.0f} s for another process's build")
     return folder / "work"
+
+
+def _test_id() -> str:
+    return f"{CURRENT_TEST.nodeid if CURRENT_TEST else '?'} (pid {os.getpid()})"
+
+
+def _runs_log(base: Path, line: str) -> None:
+    """One line in the shared runs' log (`runs.log` beside them; the make targets print it): which
+    test built each run, and any test that waited on another's build (an xdist group split)."""
+    with open(base / "runs.log", "a", encoding="utf-8") as log:
+        log.write(line + "\n")
 
 
 def copy_run(work: Path, tmp_path: Path) -> Path:
