@@ -33,7 +33,7 @@ def work(tmp_path_factory):
 
 
 def _resources(text: str) -> list[str]:
-    return re.findall(r"^    resources: (.*)$", text, flags=re.M)
+    return re.findall(r"^ +resources: (.*)$", text, flags=re.M)  # a group's jobs are indented further
 
 
 def test_slurm_profile_dry_run_plans_every_job_with_the_profile_resources(work):
@@ -65,7 +65,7 @@ def test_kubernetes_profile_dry_run_maps_every_file_to_storage(work, tmp_path):
     resources = _resources(dry)
     assert len(resources) == TOTAL_JOBS and all({"mem_mb=4000", "runtime=30"} <= set(r.split(", "))
                                                 for r in resources)
-    outputs = re.findall(r"^    output: (.*)$", dry, flags=re.M)
+    outputs = re.findall(r"^ +output: (.*)$", dry, flags=re.M)
     assert len(outputs) == TOTAL_JOBS - 1  # `all` writes nothing
     assert all(f.endswith("(send to storage)") and f.startswith(str(store)) for line in outputs
                for f in line.split(", "))
