@@ -173,7 +173,7 @@ def test_with_accounting_a_short_target_completes(accounting, tmp_path):
     assert (work / "results/prefixes/prefixes.jsonl").stat().st_size > 0
 
 
-CANCEL_DEADLINE_S = 40
+CANCEL_DEADLINE_S = 30
 
 
 def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_recover(accounting, tmp_path):
