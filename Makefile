@@ -107,6 +107,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_report_pages.py  # the printed report of `make simulate`'s run; needs Chromium (make browser)
 	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
+	$(BIN)/python benchmarks/bench_slurm_simulation.py  # about 20 min; root and `make slurm`: the one-node SLURM
 
 # The guides under docs/ as a site (Sphinx, MyST Markdown, furo): warnings are errors, so a broken
 # link, a missing page or an unknown heading anchor fails the build. Its tools (requirements-docs.txt)

@@ -11,7 +11,6 @@ About 20 minutes on a 2-core machine.
 """
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -38,24 +37,6 @@ def run(work: Path, *args: str) -> tuple[float, str]:
     return seconds, proc.stdout + proc.stderr
 
 
-def submissions_planned(work: Path, profile: Path) -> dict:
-    """From dry runs: the jobs, the model jobs (on this host), and the SLURM submissions without the
-    groups (one per other job) and with them (one per other ungrouped job, one per group job)."""
-    from aura_eval import stages
-
-    models = set(stages.registry())
-    _, quiet = run(work, "-n", "--quiet", "rules", "--cores", "2")
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", quiet, flags=re.M)
-            if m.group(1) != "total"}
-    _, dry = run(work, "-n", "--profile", str(profile), "--local-cores", "2")
-    top = re.findall(r"^rule (\w+):$", dry, flags=re.M)
-    groups = len(re.findall(r"^\S.*Group job ", dry, flags=re.M))
-    local = sum(n for rule, n in jobs.items() if rule in models) + jobs.get("all", 0)
-    return {"jobs": sum(jobs.values()), "model_jobs": local - jobs.get("all", 0),
-            "ungrouped": sum(jobs.values()) - local,
-            "grouped": sum(1 for rule in top if rule not in models and rule != "all") + groups}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slurm-init-seconds", type=int, default=40, help="the plugin's default: 40")
@@ -75,7 +56,7 @@ def main():
             slurm_work = scratch_copy(Path(tmp) / "slurm")
             profile = slurm.profile(slurm_work, accounting=False, init_seconds=args.slurm_init_seconds,
                                     **{"slurm-keep-successful-logs": False})
-            planned = submissions_planned(slurm_work, profile)
+            planned = slurm.planned_submissions(slurm_work, profile, CONFIG)
             local_s, _ = run(local_work, "--cores", "2")
             slurm_s, text = run(slurm_work, "--profile", str(profile), "--local-cores", "2")
             submitted = len(slurm.SUBMITTED.findall(text))

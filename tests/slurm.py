@@ -96,3 +96,21 @@ def where_jobs_ran(text: str) -> tuple[dict[str, int], dict[str, int], dict[str,
         target = grouped if indent else host if kind == "localrule" else alone
         target[rule] = target.get(rule, 0) + 1
     return host, alone, grouped
+
+
+def planned_submissions(work: Path, profile: Path, config: str) -> dict:
+    """From dry runs of `config` in `work`: its jobs, the model jobs (run on the submitting host), the
+    SLURM submissions without groups (one per other job but `all`) and with the profile's groups (one
+    per ungrouped other job, one per group job), and the rules of the grouped jobs."""
+    from aura_eval import stages
+    from tests.workflow import planned_jobs, snakemake
+
+    models = set(stages.registry())
+    jobs = planned_jobs(work, "--configfile", config)
+    dry = snakemake(work, "-n", "--profile", str(profile), "--configfile", config).stdout
+    single = [rule for rule in re.findall(r"^rule (\w+):$", dry, flags=re.M) if rule not in models and rule != "all"]
+    model_jobs = sum(n for rule, n in jobs.items() if rule in models)
+    return {"jobs": sum(jobs.values()), "model_jobs": model_jobs,
+            "ungrouped": sum(jobs.values()) - model_jobs - jobs.get("all", 0),
+            "grouped": len(single) + len(re.findall(r"^\S.*Group job ", dry, flags=re.M)),
+            "grouped_rules": set(where_jobs_ran(dry)[2])}

@@ -13,8 +13,9 @@ import shutil
 
 import pytest
 
-from tests.docs_claims import measured_jobs
-from tests.workflow import STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
+from tests.docs_claims import MEASUREMENTS, measured_jobs
+from tests.slurm import planned_submissions
+from tests.workflow import ROOT, STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
 
 # dry runs and a small run through each profile
 pytestmark = pytest.mark.suite
@@ -102,3 +103,18 @@ def test_under_slurm_model_jobs_run_here_and_the_others_go_to_sbatch(work, tmp_p
     assert "--comment rule_truncate_prefixes" in submitted
     for flag in ("-p <your-partition>", "-A <your-account>", "-t 30", "--mem 4000", "--cpus-per-task=1"):
         assert flag in submitted
+
+
+def test_slurm_groups_the_paper_scale_tables_and_figures_into_few_submissions(tmp_path):
+    """config/simulate.yaml through profiles/slurm: the submissions with and without the groups as the
+    measurements page states them (at most 40 with them), and only tables and figures grouped."""
+    from aura_eval import stages
+    from aura_eval.vocab import FIGURES, TABLES
+
+    section = MEASUREMENTS.read_text(encoding="utf-8").split("\n## SLURM", 1)[1]
+    grouped, ungrouped = map(int, re.search(r"(\d+) with the groups.*?(\d+) without", section).groups())
+    work = scratch_copy(tmp_path)
+    planned = planned_submissions(work, ROOT / "profiles/slurm", "config/simulate.yaml")
+    assert (planned["grouped"], planned["ungrouped"]) == (grouped, ungrouped) and grouped <= 40
+    assert planned["grouped_rules"] <= {*TABLES, *FIGURES} and planned["grouped_rules"]
+    assert not planned["grouped_rules"] & set(stages.registry())
