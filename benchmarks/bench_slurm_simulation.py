@@ -52,6 +52,8 @@ def main():
     start_s = time.perf_counter() - started
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "local").mkdir()
+            (Path(tmp) / "slurm").mkdir()
             local_work = scratch_copy(Path(tmp) / "local")
             slurm_work = scratch_copy(Path(tmp) / "slurm")
             profile = slurm.profile(slurm_work, accounting=False, init_seconds=args.slurm_init_seconds,
