@@ -12,7 +12,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # The container image (Dockerfile) that profiles/kubernetes names; needs a Docker engine.
 IMAGE ?= aura-eval:latest
 
-.PHONY: venv image browser reproduce simulate pack forecast preflight test test-fast test-e2e lint bench clean
+.PHONY: venv image browser slurm reproduce simulate pack forecast preflight test test-fast test-e2e lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ image:
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+
+# Debian's slurm-wlm, munge, slurmdbd and MariaDB, for the one-node SLURM of the cluster tests
+# (tests/test_slurm.py starts it with scripts/slurm/cluster.sh; needs root, as in CI).
+slurm:
+	scripts/slurm/cluster.sh install
 
 reproduce: venv
 	$(BIN)/snakemake --cores $(CORES)
@@ -103,6 +108,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
 	$(BIN)/python benchmarks/bench_replay.py  # about 12 min: the embedded and the packed mock replay under two commits
+	$(BIN)/python benchmarks/bench_slurm_simulation.py  # about 20 min; root and `make slurm`: the one-node SLURM
 
 # The guides under docs/ as a site (Sphinx, MyST Markdown, furo): warnings are errors, so a broken
 # link, a missing page or an unknown heading anchor fails the build. Its tools (requirements-docs.txt)

@@ -36,6 +36,12 @@ include: "rules/report.smk"
 # file present and readable). Then Ctrl-C and SIGTERM write the run's stop mark before Snakemake's
 # own handling, so running and queued model jobs send nothing more (aura_eval.llm.stop).
 onstart:
+    # Under the SLURM executor, before the first submission: can its status command see a job end?
+    # (otherwise the plugin waits forever without a word: aura_eval.cluster)
+    if workflow.executor_plugin.name == "slurm":
+        problem = slurm_status_problem(workflow.executor_settings)
+        if problem:
+            raise WorkflowError(problem)
     stop.clear_mark()
     stop.install_run_handlers()
     try:

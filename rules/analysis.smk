@@ -14,6 +14,15 @@ rule analysis_frame:
         "../scripts/analysis_frame.py"
 
 
+# Under a cluster executor the tables and figures (jobs of seconds each) are submitted together as
+# jobs of this group: the profile's group-components says how many of them one submission holds,
+# and its `resources: artefact_slots=N` (a local-scoped resource that only these rules take,
+# artefact_resources()) how many run at once inside it, which bounds the submission's cores and
+# memory to N jobs' worth (profiles/slurm). Local runs ignore groups and the slot; the audit site
+# and the report stay out, so that the tables are split among parallel submissions.
+ARTEFACT_GROUP = "artefacts"
+
+
 # One rule per table and per figure of the registries (aura_eval/vocab.py), named after it,
 # each reading only the inputs its entry names, so redrawing one never recomputes another.
 for table in TABLES.values():
@@ -26,7 +35,9 @@ for table in TABLES.values():
         output:
             **shown_in_report(table, "table"),
         resources:
-            **table_resources(table),
+            **artefact_resources(),
+        group:
+            ARTEFACT_GROUP
         log:
             f"logs/tables/{table.name}.log",
         params:
@@ -48,6 +59,10 @@ for figure in FIGURES.values():
             **artefact_inputs(figure),
         output:
             **shown_in_report(figure, "figure"),
+        resources:
+            **artefact_resources(),
+        group:
+            ARTEFACT_GROUP
         log:
             f"logs/figures/{figure.name}.log",
         params:

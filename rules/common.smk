@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from aura_eval import jobs, stages, vocab, workflow_config
+from aura_eval.cluster import slurm_status_problem
 from aura_eval.llm import ratelimit, stop
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
@@ -243,9 +244,11 @@ def config_values(keys):
     return {key: canonical(value) for key, value in values.items()}
 
 
-def table_resources(table):
-    """The call settings, for a table that shows some (its config names `llm` or `models`)."""
-    return {CALL_SETTINGS_RESOURCE: CALL_SETTINGS.resource()} if {"llm", "models"} & set(table.config) else {}
+def artefact_resources():
+    """A table's or figure's resources: the call settings, for the tables that show them (the others
+    ignore them; a group's jobs must all carry the same string resources), and one of the slots the
+    cluster profile gives each submission of the group "artefacts" (rules/analysis.smk)."""
+    return {CALL_SETTINGS_RESOURCE: CALL_SETTINGS.resource(), "artefact_slots": 1}
 
 
 # -- the jobs of this run -----------------------------------------------------------------

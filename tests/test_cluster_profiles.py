@@ -13,8 +13,9 @@ import shutil
 
 import pytest
 
-from tests.docs_claims import measured_jobs
-from tests.workflow import STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
+from tests.docs_claims import MEASUREMENTS, measured_jobs
+from tests.slurm import planned_submissions
+from tests.workflow import ROOT, STUB_KEY_ENV, planned_jobs, scratch_copy, snakemake, suite_config
 
 # dry runs and a small run through each profile
 pytestmark = pytest.mark.suite
@@ -33,7 +34,7 @@ def work(tmp_path_factory):
 
 
 def _resources(text: str) -> list[str]:
-    return re.findall(r"^    resources: (.*)$", text, flags=re.M)
+    return re.findall(r"^ +resources: (.*)$", text, flags=re.M)  # a group's jobs are indented further
 
 
 def test_slurm_profile_dry_run_plans_every_job_with_the_profile_resources(work):
@@ -65,7 +66,7 @@ def test_kubernetes_profile_dry_run_maps_every_file_to_storage(work, tmp_path):
     resources = _resources(dry)
     assert len(resources) == TOTAL_JOBS and all({"mem_mb=4000", "runtime=30"} <= set(r.split(", "))
                                                 for r in resources)
-    outputs = re.findall(r"^    output: (.*)$", dry, flags=re.M)
+    outputs = re.findall(r"^ +output: (.*)$", dry, flags=re.M)
     assert len(outputs) == TOTAL_JOBS - 1  # `all` writes nothing
     assert all(f.endswith("(send to storage)") and f.startswith(str(store)) for line in outputs
                for f in line.split(", "))
@@ -102,3 +103,18 @@ def test_under_slurm_model_jobs_run_here_and_the_others_go_to_sbatch(work, tmp_p
     assert "--comment rule_truncate_prefixes" in submitted
     for flag in ("-p <your-partition>", "-A <your-account>", "-t 30", "--mem 4000", "--cpus-per-task=1"):
         assert flag in submitted
+
+
+def test_slurm_groups_the_paper_scale_tables_and_figures_into_few_submissions(tmp_path):
+    """config/simulate.yaml through profiles/slurm: the submissions with and without the groups as the
+    measurements page states them (at most 40 with them), and only tables and figures grouped."""
+    from aura_eval import stages
+    from aura_eval.vocab import FIGURES, TABLES
+
+    section = MEASUREMENTS.read_text(encoding="utf-8").split("\n## SLURM", 1)[1]
+    grouped, ungrouped = map(int, re.search(r"(\d+) with the groups.*?(\d+) without", section).groups())
+    work = scratch_copy(tmp_path)
+    planned = planned_submissions(work, ROOT / "profiles/slurm", "config/simulate.yaml")
+    assert (planned["grouped"], planned["ungrouped"]) == (grouped, ungrouped) and grouped <= 40
+    assert planned["grouped_rules"] <= {*TABLES, *FIGURES} and planned["grouped_rules"]
+    assert not planned["grouped_rules"] & set(stages.registry())

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "llm.providers", "workflow_config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
-        "stages", "jobs",
+        "stages", "jobs", "cluster",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",

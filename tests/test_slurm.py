@@ -1,0 +1,202 @@
+"""profiles/slurm on a real one-node SLURM (scripts/slurm/cluster.sh: Debian's slurm-wlm with munge;
+with accounting also slurmdbd on MariaDB), through a copy of the profile with its placeholders
+filled (tests/slurm.py). Without accounting `sacct` cannot answer, so those runs name
+`--slurm-status-command squeue` as the cluster guide says; the start check refuses a run that
+does not. The jobs of SLURM's own tests are small: one-job targets, the small simulation.
+
+Serial and in the slower tier: each SLURM job starts Snakemake twice and is seen to end only at
+the plugin's next status check, and they share the one node."""
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import slurm
+from tests.workflow import scratch_copy, snakemake, snakemake_exe, suite_config
+
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
+
+SEEDS = "results/seeds/seeds.jsonl"
+
+
+@pytest.fixture(scope="module")
+def one_node():
+    """The one-node SLURM, in whichever mode a test asks for; stopped at the end unless it ran before."""
+    slurm.require()
+    before = slurm.running()
+    yield slurm.start
+    if before == "none":
+        slurm.stop()
+    else:
+        slurm.start(before == "accounting")
+
+
+@pytest.fixture
+def plain(one_node):
+    one_node(accounting=False)
+
+
+@pytest.fixture
+def accounting(one_node):
+    one_node(accounting=True)
+
+
+def _model_rules() -> set[str]:
+    from aura_eval import stages
+
+    return set(stages.registry())
+
+
+def _run_until_submitted(work: Path, profile: Path, log: Path, target: str = SEEDS) -> tuple[subprocess.Popen, str]:
+    """Snakemake on `target` in the background; (the process, the SLURM job id of its first submission)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([snakemake_exe(), "--cores", "2", target, "--profile", str(profile),
+                                 "--configfile", str(suite_config(work, "sim_small.yaml"))],
+                                cwd=work, stdout=out, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = slurm.SUBMITTED.search(log.read_text())
+        if found:
+            return proc, found.group(1)
+        assert proc.poll() is None, f"Snakemake ended before submitting:\n{log.read_text()[-3000:]}"
+        time.sleep(0.5)
+    proc.kill()
+    raise AssertionError(f"no submission within 60 s:\n{log.read_text()[-3000:]}")
+
+
+def _blocker() -> str:
+    """A SLURM job holding every CPU of the node, so the next one waits PENDING until it is cancelled."""
+    cpus = re.search(r"CPUTot=(\d+)", subprocess.run(["scontrol", "show", "node"], capture_output=True,
+                                                       text=True, check=True).stdout).group(1)
+    return subprocess.run(["sbatch", "--parsable", "-p", slurm.PARTITION, "-c", cpus, "--mem", "100",
+                           "-J", "aura-test-blocker", "-o", "/dev/null", "--wrap", "sleep 600"],
+                          capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+
+
+def _scancel(*job_ids: str) -> None:
+    subprocess.run(["scancel", *job_ids], check=True)
+
+
+def test_the_start_check_stops_a_run_whose_status_command_cannot_answer(plain, tmp_path):
+    """No accounting, the plugin's default status command (sacct): one line at start, no submission."""
+    work = scratch_copy(tmp_path)
+    profile = slurm.profile(work, accounting=False, status_command=None)
+    started = time.monotonic()
+    run = snakemake(work, SEEDS, "--profile", str(profile), "--configfile",
+                    str(suite_config(work, "sim_small.yaml")), check=False)
+    text = run.stdout + run.stderr
+    assert run.returncode != 0 and time.monotonic() - started < 60
+    (line,) = [line for line in text.splitlines() if line.startswith("SLURM: `sacct` cannot report job states")]
+    assert "accounting storage is disabled" in line
+    assert "--slurm-status-command squeue" in line and "MinJobAge" in line and "300 s" in line
+    assert not slurm.SUBMITTED.search(text) and not (work / SEEDS).exists()
+
+
+def test_a_job_failing_inside_slurm_ends_the_run_with_its_slurm_log_shown(plain, tmp_path):
+    work = scratch_copy(tmp_path)
+    raw = next((work / "data/raw/rjudge").glob("*/harmful.json"))
+    raw.write_text('{"not": "a list"')  # select_seeds fails on it inside the job
+    run = snakemake(work, SEEDS, "--profile", str(slurm.profile(work, accounting=False)), "--configfile",
+                    str(suite_config(work, "sim_small.yaml")), check=False)
+    text = run.stdout + run.stderr
+    job_id = slurm.SUBMITTED.search(text).group(1)
+    assert run.returncode != 0 and f"SLURM-job '{job_id}' failed, SLURM status is: 'FAILED'" in text
+    (log,) = (work / ".snakemake/slurm_logs/rule_select_seeds").glob(f"{job_id}.log")
+    assert f"Logfile {log}:" in text  # show-failed-logs prints it
+    assert "Error in rule select_seeds" in log.read_text()
+    assert "invalid JSON" in (work / "logs/select_seeds.log").read_text()
+
+
+def test_a_job_cancelled_with_scancel_fails_the_run_and_a_plain_rerun_completes(plain, tmp_path):
+    work = scratch_copy(tmp_path)
+    profile = slurm.profile(work, accounting=False)
+    blocker = _blocker()
+    try:
+        proc, job_id = _run_until_submitted(work, profile, tmp_path / "run.log")
+        _scancel(job_id)
+    finally:
+        _scancel(blocker)
+    try:
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    text = (tmp_path / "run.log").read_text()
+    assert proc.returncode != 0 and f"SLURM-job '{job_id}' failed, SLURM status is: 'CANCELLED'" in text
+    assert not (work / SEEDS).exists()
+    snakemake(work, SEEDS, "--profile", str(profile), "--configfile", str(suite_config(work, "sim_small.yaml")))
+    assert (work / SEEDS).stat().st_size > 0
+
+
+def test_the_small_simulation_through_slurm_grouped_equals_the_local_run(plain, sim_run, tmp_path):
+    """Every model job on this host, every other job a SLURM job (the tables and figures in groups),
+    and every stable output byte-identical to the local run of the same config."""
+    from aura_eval.tools.digest import stable_digests
+    from aura_eval.vocab import FIGURES, TABLES
+
+    local, _ = sim_run
+    work = scratch_copy(tmp_path)
+    run = snakemake(work, "--profile", str(slurm.profile(work, accounting=False)), "--configfile",
+                    str(suite_config(work, "sim_small.yaml")))
+    text = run.stdout + run.stderr
+    host, alone, grouped = slurm.where_jobs_ran(text)
+    models, planned = _model_rules(), {*host, *alone, *grouped}
+    assert set(host) == (planned & models) | {"all"} and len(host) > 5
+    assert set(grouped) == {name for name in [*TABLES, *FIGURES] if name in grouped} and grouped
+    assert {"audit_site", "report", "select_seeds", "analysis_frame"} <= set(alone)
+    submissions = slurm.SUBMITTED.findall(text)
+    groups = len(re.findall(r"^\S.*Group job artefacts", text, flags=re.M))
+    assert len(submissions) == sum(alone.values()) + groups and groups < sum(grouped.values())
+    logs = list((work / ".snakemake/slurm_logs").rglob("*.log"))  # slurm-keep-successful-logs
+    assert len(logs) == len(submissions)
+    mine, theirs = stable_digests(work), stable_digests(local)
+    assert mine.keys() == theirs.keys() and len(mine) > 100
+    assert [path for path in mine if mine[path] != theirs[path]] == []
+
+
+def test_with_accounting_a_short_target_completes(accounting, tmp_path):
+    """With slurmdbd, the plugin's default status command (sacct) sees the jobs end."""
+    work = scratch_copy(tmp_path)
+    run = snakemake(work, "results/prefixes/prefixes.jsonl", "--profile",
+                    str(slurm.profile(work, accounting=True, status_command=None)), "--configfile",
+                    str(suite_config(work, "sim_small.yaml")))
+    text = run.stdout + run.stderr
+    host, alone, _ = slurm.where_jobs_ran(text)
+    assert alone == {"select_seeds": 1, "truncate_prefixes": 1} and host == {"tag_steps": 1}
+    jobs = slurm.SUBMITTED.findall(text)
+    accounts = subprocess.run(["sacct", "-X", "-n", "--parsable2", "-o", "Account,State", "-j", ",".join(jobs)],
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert accounts == [f"{slurm.ACCOUNT}|COMPLETED"] * 2
+    assert (work / "results/prefixes/prefixes.jsonl").stat().st_size > 0
+
+
+CANCEL_DEADLINE_S = 30
+
+
+def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_recover(accounting, tmp_path):
+    """sacct reports `CANCELLED by <uid>`, which this plugin version does not take for a failure:
+    the run keeps waiting. What the cluster guide says to do: Ctrl-C, then a plain rerun."""
+    work = scratch_copy(tmp_path)
+    profile = slurm.profile(work, accounting=True, status_command=None)
+    blocker = _blocker()
+    try:
+        proc, job_id = _run_until_submitted(work, profile, tmp_path / "run.log")
+        _scancel(job_id)
+    finally:
+        _scancel(blocker)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=CANCEL_DEADLINE_S)  # still waiting for the cancelled job
+        state = subprocess.run(["sacct", "-X", "-n", "--parsable2", "-o", "State", "-j", job_id],
+                               capture_output=True, text=True).stdout.strip()
+        assert state.startswith("CANCELLED by ")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and not (work / SEEDS).exists()
+    snakemake(work, SEEDS, "--profile", str(profile), "--configfile", str(suite_config(work, "sim_small.yaml")))
+    assert (work / SEEDS).stat().st_size > 0
