@@ -81,6 +81,18 @@ def _scancel(*job_ids: str) -> None:
     subprocess.run(["scancel", *job_ids], check=True)
 
 
+def _cancel_while_pending(work: Path, profile: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """Snakemake started on SEEDS behind a blocker job, its job cancelled with scancel while still
+    PENDING (so it never ran), the blocker cancelled after: (the process, the cancelled job's id)."""
+    blocker = _blocker()
+    try:
+        proc, job_id = _run_until_submitted(work, profile, log)
+        _scancel(job_id)
+    finally:
+        _scancel(blocker)
+    return proc, job_id
+
+
 def test_the_start_check_stops_a_run_whose_status_command_cannot_answer(plain, tmp_path):
     """No accounting, the plugin's default status command (sacct): one line at start, no submission."""
     work = scratch_copy(tmp_path)
@@ -114,12 +126,7 @@ def test_a_job_failing_inside_slurm_ends_the_run_with_its_slurm_log_shown(plain,
 def test_a_job_cancelled_with_scancel_fails_the_run_and_a_plain_rerun_completes(plain, tmp_path):
     work = scratch_copy(tmp_path)
     profile = slurm.profile(work, accounting=False)
-    blocker = _blocker()
-    try:
-        proc, job_id = _run_until_submitted(work, profile, tmp_path / "run.log")
-        _scancel(job_id)
-    finally:
-        _scancel(blocker)
+    proc, job_id = _cancel_while_pending(work, profile, tmp_path / "run.log")
     try:
         proc.wait(timeout=120)
     finally:
@@ -181,12 +188,7 @@ def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_rec
     the run keeps waiting. What the cluster guide says to do: Ctrl-C, then a plain rerun."""
     work = scratch_copy(tmp_path)
     profile = slurm.profile(work, accounting=True, status_command=None)
-    blocker = _blocker()
-    try:
-        proc, job_id = _run_until_submitted(work, profile, tmp_path / "run.log")
-        _scancel(job_id)
-    finally:
-        _scancel(blocker)
+    proc, job_id = _cancel_while_pending(work, profile, tmp_path / "run.log")
     try:
         with pytest.raises(subprocess.TimeoutExpired):
             proc.wait(timeout=CANCEL_DEADLINE_S)  # still waiting for the cancelled job
