@@ -39,7 +39,9 @@ def test_the_summary_counts_each_model_and_the_pooled_group_with_an_interval_aro
     df = pd.DataFrame(rows, columns=COLUMNS)
     table = headline.summary(df, paper_numbers.load()).set_index("comparison")
     nsp = table.loc["Frontier · NSP unsafe"]
-    assert (nsp["models"], nsp["ours_low"], nsp["ours_high"], nsp["in_paper_range"]) == (2, 28.6, 50.0, "1/2")
+    assert (nsp["models"], nsp["ours_low_pct"], nsp["ours_high_pct"], nsp["in_paper_range"]) == (2, 28.6, 50.0, "1/2")
+    # each end of our range with its own k/n: f1 4/14, f2 5/10
+    assert (nsp["ours_low_k"], nsp["ours_low_n"], nsp["ours_high_k"], nsp["ours_high_n"]) == (4, 14, 5, 10)
     assert (nsp["pooled_k"], nsp["pooled_n"], nsp["pooled_pct"]) == (9, 24, 37.5)
     flips = table.loc["RS5 flips, all models"]
     assert (flips["pooled_k"], flips["pooled_n"], flips["in_paper_range"]) == (1, 2, headline.ONE_VALUE)
@@ -47,7 +49,7 @@ def test_the_summary_counts_each_model_and_the_pooled_group_with_an_interval_aro
     assert flips["paper_in_ci"] == ("yes" if flips["ci_low"] <= flips["paper_low"] <= flips["ci_high"] else "no")
     assert nsp["paper_in_ci"] == "yes" and table.loc["Open-weight · NSP unsafe", "paper_in_ci"] == ""
     assert table.loc["Open-weight · NSP unsafe", "models"] == 0 and np.isnan(table.loc["Open-weight · NSP unsafe",
-                                                                                       "ours_low"])
+                                                                                       "ours_low_pct"])
     for _, row in table.iterrows():
         if row["pooled_n"]:
             assert row["ci_low"] <= row["pooled_pct"] <= row["ci_high"], row.name

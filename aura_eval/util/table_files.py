@@ -80,7 +80,7 @@ HEADERS = {
     "price": "Price from",
     # the headline comparison (aura_eval.analyze.headline)
     "comparison": "Comparison", "paper_low": "Paper low %", "paper_high": "Paper high %", "models": "Models",
-    "ours_low": "Ours: lowest model %", "ours_high": "Ours: highest model %",
+    "ours_low": "Ours: lowest model (k/n)", "ours_high": "Ours: highest model (k/n)",
     "in_paper_range": "Our models in the paper's range", "pooled": "Ours, group pooled",
     "paper_in_ci": "Paper's value or range meets our pooled CI",
 }
