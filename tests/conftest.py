@@ -20,6 +20,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Every Snakemake launch imports the SLURM executor plugin, which asks `scontrol show config`; with
+# no controller up that waits 9-10 s (the file says why). tests/test_slurm.py lifts it for its cluster.
+from tests.slurm import NO_CONTROLLER  # noqa: E402
+
+os.environ.setdefault("SLURM_CONF", str(NO_CONTROLLER))
 
 from tests import workflow  # noqa: E402
 from tests.stub_server import StubServer  # noqa: E402

@@ -22,6 +22,8 @@ NO_SLURM = ("Debian's slurm-wlm, munge, slurmdbd and mariadb-server are not inst
             "(run `make slurm` as root)")
 NOT_ROOT = "the one-node SLURM starts its daemons as root (run the SLURM tests as root)"
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+)")
+# The SLURM_CONF of every test but those on this cluster (tests/conftest.py; the file says why).
+NO_CONTROLLER = Path(__file__).resolve().parent / "slurm-no-controller.conf"
 
 
 def unavailable() -> str | None:

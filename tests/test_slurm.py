@@ -7,6 +7,7 @@ does not. The jobs of SLURM's own tests are small: one-job targets, the small si
 Serial and in the slower tier: each SLURM job starts Snakemake twice and is seen to end only at
 the plugin's next status check, and they share the one node."""
 
+import os
 import re
 import signal
 import subprocess
@@ -25,14 +26,18 @@ SEEDS = "results/seeds/seeds.jsonl"
 
 @pytest.fixture(scope="module")
 def one_node():
-    """The one-node SLURM, in whichever mode a test asks for; stopped at the end unless it ran before."""
-    slurm.require()
-    before = slurm.running()
-    yield slurm.start
-    if before == "none":
-        slurm.stop()
-    else:
-        slurm.start(before == "accounting")
+    """The one-node SLURM, in whichever mode a test asks for; stopped at the end unless it ran before.
+    Its slurm.conf is at the default path: the suite's no-controller SLURM_CONF (conftest) is lifted."""
+    with pytest.MonkeyPatch.context() as env:
+        if os.environ.get("SLURM_CONF") == str(slurm.NO_CONTROLLER):
+            env.delenv("SLURM_CONF")
+        slurm.require()
+        before = slurm.running()
+        yield slurm.start
+        if before == "none":
+            slurm.stop()
+        else:
+            slurm.start(before == "accounting")
 
 
 @pytest.fixture
