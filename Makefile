@@ -76,6 +76,11 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -rs --durati
 PARALLEL := -n 2 --dist loadgroup
 SHARED_RUNS := runs=$$(mktemp -d) && trap 'cat "$$runs/runs.log" 2>/dev/null; rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"
 
+# With SLURM's clients installed and no controller up, each Snakemake start waits 9-10 s in the SLURM
+# plugin's `scontrol show config` (at its import); the tests name a controller that refuses at once
+# (tests/slurm-no-controller.conf; tests/test_slurm.py lifts it for its one-node SLURM).
+test-fast test test-e2e: export SLURM_CONF ?= $(CURDIR)/tests/slurm-no-controller.conf
+
 # Unit tests only: what a developer runs after each change (about a minute at most).
 test-fast: venv
 	$(PYTEST) -m fast $(PARALLEL) --timeout 60

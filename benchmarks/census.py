@@ -41,9 +41,11 @@ def note_process() -> None:
     if not os.environ.get(ENV) or getattr(sys, "_aura_census", False):  # once a process (a .pth may be read twice)
         return
     sys._aura_census = True
-    argv = " ".join(sys.orig_argv)
-    if "snakemake" in argv and "pytest" not in argv:
-        _note("snakemake-job" if "--target-jobs" in argv or "--mode subprocess" in argv else "snakemake")
+    argv = sys.orig_argv
+    # the `snakemake` script or `python -m snakemake`; not a job's script under .snakemake/scripts/
+    # (sys.argv is not set yet while site runs this file; sys.orig_argv is)
+    if len(argv) > 1 and (Path(argv[1]).name == "snakemake" or argv[1:3] == ["-m", "snakemake"]):
+        _note("snakemake-job" if "--target-jobs" in argv or "subprocess" in argv else "snakemake")
     sys.meta_path.insert(0, _LitellmImport())
 
 

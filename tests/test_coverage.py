@@ -11,7 +11,7 @@ from tests.interval_coverage import (AGENTS, binomial_band, holds, replicate, si
 
 REPLICATES = 40  # simulator seeds 0-39, two agents each: 80 intervals
 RESAMPLES = 1000
-pytestmark = pytest.mark.suite  # 80 bootstrapped tables: seconds
+pytestmark = [pytest.mark.suite, pytest.mark.xdist_group("coverage")]  # 80 bootstrapped tables, drawn once
 
 
 @pytest.fixture(scope="module")

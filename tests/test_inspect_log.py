@@ -13,7 +13,7 @@ from tests.inspect_mock import PROSE, run_task, token
 from tests.test_inspect_task import ACTIONS, _items
 
 # inspect_ai (seconds to import) is loaded by the tests, never at collection: every test here is suite.
-pytestmark = pytest.mark.suite
+pytestmark = [pytest.mark.suite, pytest.mark.xdist_group("inspect_log")]  # its module fixture built once
 
 
 def inspect_log():

@@ -17,7 +17,7 @@ from aura_eval.vocab import ACTION_ONLY, REACT
 from tests.inspect_mock import PROSE, SAFE_ACTION, UNSAFE_ACTION, mock_judge, run_task, token
 
 # inspect_ai (seconds to import) is loaded by the tests, never at collection: every test here is suite.
-pytestmark = pytest.mark.suite
+pytestmark = [pytest.mark.suite, pytest.mark.xdist_group("inspect_task")]  # its module fixture built once
 
 
 def task():
