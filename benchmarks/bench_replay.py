@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -96,6 +97,8 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "aura_eval", "pack", str(archive), "--configfile",
                         ".test/config/mock.yaml", "--root", str(mock)], cwd=mock, check=True, capture_output=True)
         report["pack_bytes"] = archive.stat().st_size
+        with tarfile.open(archive) as tar:
+            report["pack_files"] = sum(member.isfile() for member in tar.getmembers())
         packed = {}
         for name, rev in revs.items():
             fresh = checkout(rev, base / f"packed-{name}")
