@@ -2,7 +2,9 @@
 so the run is built once; a pytest or pytest-xdist release that drops the grouping fails here
 rather than building runs twice in silence (pytest 9.2 did: pytest-xdist issue 1386)."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -38,3 +40,46 @@ def test_an_xdist_group_runs_on_one_worker(tmp_path):
     lines = [line.split() for line in seen.read_text().splitlines()]
     grouped = {worker for kind, worker in lines if kind == "grouped"}
     assert len(lines) == 8 and len(grouped) == 1, lines
+
+
+MARKERS_OUT = '''
+import json, os
+
+def pytest_collection_finish(session):
+    with open(os.environ["MARKERS_OUT"], "w") as out:
+        json.dump({item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in session.items}, out)
+'''
+
+
+def _selections(makefile: str) -> dict[str, list[str]]:
+    """The `-m` expressions of each test target's pytest commands in the Makefile."""
+    targets = {}
+    for target in ("test-fast", "test", "test-e2e"):
+        recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+        targets[target] = re.findall(r'-m (?:"([^"]+)"|(\w+))', recipe)
+    return {t: [a or b for a, b in found] for t, found in targets.items()}
+
+
+def test_ci_runs_make_test_and_make_test_e2e_which_together_select_every_test_once(tmp_path):
+    """No test is left out of CI or run twice: .ci/run runs both targets, and of every collected
+    test exactly one `-m` selection of theirs picks it (the fast tier is a part of `make test`)."""
+    from _pytest.mark.expression import Expression
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ci = open(os.path.join(root, ".ci", "run")).read().split()
+    assert "test" in ci and "test-e2e" in ci, ci
+    selections = _selections(open(os.path.join(root, "Makefile")).read())
+    assert selections["test-fast"] == ["fast"] and len(selections["test"]) == 2 and len(selections["test-e2e"]) == 2
+    (tmp_path / "markers_out.py").write_text(MARKERS_OUT)
+    out = tmp_path / "markers.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "markers_out",
+                           "-p", "no:cacheprovider"], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MARKERS_OUT": str(out), "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    markers = json.loads(out.read_text())
+    assert len(markers) > 700
+    expressions = [Expression.compile(e) for e in selections["test"] + selections["test-e2e"]]
+    picked = {node: sum(e.evaluate(lambda name, **_: name in set(names)) for e in expressions)
+              for node, names in markers.items()}
+    assert [n for n, k in picked.items() if k != 1] == []
+    assert any("test_slurm.py" in n for n in markers)  # the SLURM tests are among them
