@@ -1,6 +1,7 @@
 """The tiers' parallel part keeps each shared run's tests on one xdist worker (`--dist loadgroup`),
 so the run is built once; a pytest or pytest-xdist release that drops the grouping fails here
-rather than building runs twice in silence (pytest 9.2 did: pytest-xdist issue 1386)."""
+rather than building runs twice in silence (pytest 9.2 did: pytest-xdist issue 1386). And CI's two
+targets together run every test once."""
 
 import json
 import os
