@@ -217,3 +217,22 @@ def test_an_agent_given_by_an_inspect_log_is_forecast_no_rollout_call(run_root):
     assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}  # its own only
     # Its rollouts are judged as any agent's: one more ReAct run per panel judge.
     assert calls_of(result, "judge_safety") == {j: 2 * rows + subset for j in config["roles"]["judges"]}
+
+
+def test_token_counts_equal_litellm_s_token_counter_on_the_workflow_s_prompts(rjudge_dir):
+    """aura_eval.util.tokens counts as litellm's token_counter does for gpt-4o (what the forecast used
+    before it stopped importing litellm): every seed's trajectory, long texts across chunk
+    boundaries, special tokens as text, a name field."""
+    import litellm
+
+    from aura_eval.construct.tagging import render_steps
+    from aura_eval.util.tokens import chat_tokens
+
+    seeds = load_seeds(rjudge_dir)
+    prompts = [[{"role": "system", "content": "You judge."}, {"role": "user", "content": render_steps(s["steps"])}]
+               for s in seeds]
+    prompts += [[{"role": "user", "content": "x<|endoftext|>y " * 700, "name": "agent"}],
+                [{"role": "user", "content": "é" * 3000}], []]
+    ours = [chat_tokens(p) for p in prompts]
+    assert ours == [litellm.token_counter(model="gpt-4o", messages=p) for p in prompts]
+    assert len(seeds) == 157 and max(ours) > 1000

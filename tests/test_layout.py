@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, the simulator (which registers
 # itself with the model module), the spine, then the stages in the order their files flow, then the
 # tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "llm.providers", "workflow_config",
+FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow_config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
         "stages", "jobs", "cluster",

@@ -8,8 +8,8 @@ rows); where a stage's input does not exist yet, from the paper's funnel (`PAPER
 Every evaluated row is assumed judgeable where no rollouts exist.
 
 Input tokens: the real prompts, rendered by the stages' own request builders from the files
-that exist, counted with litellm's `token_counter` (its default tokenizer for every model: an
-estimate for vendors whose tokenizer differs); where a stage's input is missing, the prompt
+that exist, counted as litellm's `token_counter` counts them for gpt-4o (aura_eval.util.tokens,
+without importing litellm; one tokenizer for every model: an estimate for vendors whose tokenizer differs); where a stage's input is missing, the prompt
 template plus the stage's `trajectory_copies` x the mean tokens of the seeds' trajectories (the seeds are
 selected from the raw R-Judge files, so this needs no model call), marked `estimated`.
 Output tokens: the mean observed in the call logs for that stage and model where they exist,
@@ -28,7 +28,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 import string
 from collections import defaultdict
 from pathlib import Path
@@ -42,28 +41,22 @@ from aura_eval.llm.types import endpoint_from
 from aura_eval.util.csv_cells import protect_row
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.prompts import load_prompt
+from aura_eval.util.tokens import chat_tokens
 from aura_eval.vocab import AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, parse_run, stage_group
 
 PAPER_SEEDS = 157
 ROWS_COLUMNS = ["stage", "endpoint", "model", "provider", "batch", "calls", "tokens_in", "tokens_out", "usd",
                 "usd_standard", "usd_batch", "price_source", "counts", "tokens", "output_from"]
 
-_litellm = None
 _TOKENS: dict[str, int] = {}  # sha256 of a prompt's messages -> its tokens (panels repeat prompts)
 
 
 def count_tokens(messages: list[dict]) -> int:
-    """Tokens of a chat prompt (litellm's token_counter, its default tokenizer), memoised by text.
-    litellm is imported at the first count (seconds), never when this module is imported."""
-    global _litellm
+    """Tokens of a chat prompt (aura_eval.util.tokens: as litellm's token_counter counts for gpt-4o,
+    without importing litellm), memoised by text."""
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
     if digest not in _TOKENS:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
-            import litellm
-
-            _litellm = litellm
-        _TOKENS[digest] = int(_litellm.token_counter(model="gpt-4o", messages=messages))
+        _TOKENS[digest] = chat_tokens(messages)
     return _TOKENS[digest]
 
 

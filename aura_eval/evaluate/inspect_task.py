@@ -17,7 +17,6 @@ asks for the JSON agent format. The log this writes can come back into the workf
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from aura_eval.llm.types import Endpoint, Request, Result, read_result
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.util.stats import percent, round_half_up, seed_rate_interval
+from aura_eval.util.tokens import use_shipped_tokenizer
 from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, AXES, NSP, REACT, SP, UNSAFE
 
 TASK_NAME = "aura_eval"
@@ -45,18 +45,6 @@ SUBSET = "results/dataset/action_only_subset.jsonl"
 JUDGE_CONFIG = GenerateConfig(temperature=0.0)  # as the configs' judges
 SCOPES = {"all": None, "nsp": NSP, "sp": SP}
 N_RESAMPLES = 10_000
-
-
-def use_shipped_tokenizer() -> str | None:
-    """Point TIKTOKEN_CACHE_DIR at the tokenizer file litellm's wheel ships (inspect counts tokens
-    with tiktoken, which would otherwise download it), unless it is set; the folder, or None."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return os.environ.get("TIKTOKEN_CACHE_DIR")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
-    if folder.is_dir():
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
-    return os.environ.get("TIKTOKEN_CACHE_DIR")
 
 
 def task_format(action_only: bool) -> str:
