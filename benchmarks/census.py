@@ -5,11 +5,13 @@ duration, so every Python process of the environment (pytest, its workers, Snake
 test's own subprocess, wherever it runs) runs this file at start-up; it counts only where
 `AURA_CENSUS` names the file to append to (a process given an environment without it is not counted, so the
 counts are lower bounds). Lines: `snakemake <pid>` for a Snakemake command line (`job` for the
-per-job Snakemake a local job runs in), `litellm <pid>` the first time a process imports litellm.
+per-job Snakemake a local job runs in), `litellm <pid>` for a process that had imported litellm
+when it exited normally.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -23,18 +25,17 @@ PTH = Path(sysconfig.get_paths()["purelib"]) / "aura_census.pth"
 
 
 def _note(what: str) -> None:
+    # the process's script (a job's is named after its rule) says which one it was
+    script = Path(sys.orig_argv[1]).name if len(sys.orig_argv) > 1 else ""
     with open(os.environ[ENV], "a", encoding="utf-8") as out:
-        out.write(f"{what} {os.getpid()}\n")
+        out.write(f"{what} {os.getpid()} {script}\n")
 
 
-class _LitellmImport:
-    """A meta-path finder that notes the first import of litellm and finds nothing itself."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "litellm":
-            _note("litellm")
-            sys.meta_path.remove(self)
-        return None
+def _note_litellm() -> None:
+    # At exit, not at the import: `importlib.util.find_spec("litellm")` (which aura_eval.llm.pricing
+    # and aura_eval.util.tokens use to find litellm's files) asks the import system too, loading nothing.
+    if "litellm" in sys.modules:
+        _note("litellm")
 
 
 def note_process() -> None:
@@ -46,7 +47,7 @@ def note_process() -> None:
     # (sys.argv is not set yet while site runs this file; sys.orig_argv is)
     if len(argv) > 1 and (Path(argv[1]).name == "snakemake" or argv[1:3] == ["-m", "snakemake"]):
         _note("snakemake-job" if "--target-jobs" in argv or "subprocess" in argv else "snakemake")
-    sys.meta_path.insert(0, _LitellmImport())
+    atexit.register(_note_litellm)
 
 
 @contextlib.contextmanager
