@@ -29,7 +29,7 @@ def one_node():
     """The one-node SLURM, in whichever mode a test asks for; stopped at the end unless it ran before.
     Its slurm.conf is at the default path: the suite's no-controller SLURM_CONF (conftest) is lifted."""
     with pytest.MonkeyPatch.context() as env:
-        if os.environ.get("SLURM_CONF") == str(slurm.NO_CONTROLLER):
+        if Path(os.environ.get("SLURM_CONF", "/")).resolve() == slurm.NO_CONTROLLER:  # the Makefile's or conftest's
             env.delenv("SLURM_CONF")
         slurm.require()
         before = slurm.running()

@@ -9,9 +9,10 @@ Every evaluated row is assumed judgeable where no rollouts exist.
 
 Input tokens: the real prompts, rendered by the stages' own request builders from the files
 that exist, counted as litellm's `token_counter` counts them for gpt-4o (aura_eval.util.tokens,
-without importing litellm; one tokenizer for every model: an estimate for vendors whose tokenizer differs); where a stage's input is missing, the prompt
-template plus the stage's `trajectory_copies` x the mean tokens of the seeds' trajectories (the seeds are
-selected from the raw R-Judge files, so this needs no model call), marked `estimated`.
+without importing litellm; one tokenizer for every model: an estimate for vendors whose tokenizer
+differs); where a stage's input is missing, the prompt template plus the stage's `trajectory_copies`
+x the mean tokens of the seeds' trajectories (the seeds are selected from the raw R-Judge files, so
+this needs no model call), marked `estimated`.
 Output tokens: the mean observed in the call logs for that stage and model where they exist,
 else the stage's `output_tokens` (aura_eval.stages); both capped at the model's `max_tokens`.
 Dollars: `llm.pricing` (litellm's local cost map, else the entry's `price`; batch prices where

@@ -57,7 +57,8 @@ COMPARISONS = (
 )
 N_RESAMPLES = 10_000  # per model and row, default_rng(42) afresh (as Tables 31-32, paper I.1)
 COLUMNS = ["comparison", "paper", "paper_low", "paper_high", "models", "ours_low_pct", "ours_low_k", "ours_low_n",
-           "ours_high_pct", "ours_high_k", "ours_high_n", "in_paper_range", "pooled_pct", "pooled_k", "pooled_n", "ci_low", "ci_high", "paper_in_ci"]
+           "ours_high_pct", "ours_high_k", "ours_high_n", "in_paper_range", "pooled_pct", "pooled_k", "pooled_n",
+           "ci_low", "ci_high", "paper_in_ci"]
 ONE_VALUE = "—"  # in_paper_range of a single paper value: no range to fall in (paper_in_ci says more)
 
 
@@ -111,12 +112,10 @@ def points(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["comparison", "model", "k", "n", "pct", "low", "high"])
 
 
-def _extreme(mine: pd.DataFrame, name: str, pick: str) -> dict:
-    """The lowest (idxmin) or highest (idxmax) model's rate as `<name>_pct/_k/_n`, shown as one
-    `pct (k/n)` cell; NaN without a model."""
-    if not len(mine):
+def _share(name: str, row: pd.Series | None) -> dict:
+    """One model's rate as `<name>_pct/_k/_n` (shown as one `pct (k/n)` cell); NaN without a model."""
+    if row is None:
         return {f"{name}_pct": np.nan, f"{name}_k": np.nan, f"{name}_n": np.nan}
-    row = mine.loc[getattr(mine["pct"], pick)()]
     return {f"{name}_pct": row["pct"], f"{name}_k": int(row["k"]), f"{name}_n": int(row["n"])}
 
 
@@ -135,8 +134,9 @@ def summary(df: pd.DataFrame, numbers: dict) -> pd.DataFrame:
         # the paper's value (or range) against our pooled interval: inside it (overlapping it), or not
         meets = None if not pooled["n"] else bool(low <= pooled["high"] and high >= pooled["low"])
         out.append({"comparison": c.label, "paper": entry["value"], "paper_low": low, "paper_high": high,
-                    "models": len(mine), **_extreme(mine, "ours_low", "idxmin"),
-                    **_extreme(mine, "ours_high", "idxmax"),
+                    "models": len(mine),
+                    **_share("ours_low", mine.loc[mine["pct"].idxmin()] if len(mine) else None),
+                    **_share("ours_high", mine.loc[mine["pct"].idxmax()] if len(mine) else None),
                     "in_paper_range": f"{inside}/{len(mine)}" if high > low else ONE_VALUE,
                     "pooled_pct": pooled["pct"], "pooled_k": pooled["k"], "pooled_n": pooled["n"],
                     "ci_low": pooled["low"], "ci_high": pooled["high"],
