@@ -12,7 +12,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # The container image (Dockerfile) that profiles/kubernetes names; needs a Docker engine.
 IMAGE ?= aura-eval:latest
 
-.PHONY: venv image browser slurm reproduce simulate pack forecast preflight test test-fast test-e2e lint bench clean
+.PHONY: venv image browser slurm reproduce simulate pack forecast preflight test test-fast test-e2e test-slurm lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,20 +66,22 @@ forecast: venv
 preflight: venv
 	$(BIN)/python -m aura_eval preflight --configfile $(CONFIG)
 
-# The tests in three tiers (tests/conftest.py; docs/testing.md). Each runs its parallel part on two
+# The tests in four tiers (tests/conftest.py; docs/testing.md). Each runs its parallel part on two
 # xdist workers (a shared whole-workflow run is one xdist group, built by one worker), then its serial
 # part alone (wall-time bounds, browsers); the runs both parts read are built once, in a folder they
-# share ($AURA_TEST_RUNS), removed at the end. Python keeps its compiled and pytest its rewritten
-# modules (PYTHONDONTWRITEBYTECODE unset). Without Chromium the browser tests are skipped with the
-# reason (-rs prints it); CI installs Chromium (`make browser`) and requires it (AURA_REQUIRE_BROWSER=1).
+# share ($AURA_TEST_RUNS), removed at the end. An AURA_TEST_RUNS already set is kept, neither made
+# nor removed here: .ci/run sets one for all its targets, so a run is built once per CI run. Python
+# keeps its compiled and pytest its rewritten modules (PYTHONDONTWRITEBYTECODE unset). Without Chromium
+# the browser tests are skipped with the reason (-rs prints it); CI installs Chromium (`make browser`)
+# and requires it (AURA_REQUIRE_BROWSER=1).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -rs --durations=10
 PARALLEL := -n 2 --dist loadgroup
-SHARED_RUNS := runs=$$(mktemp -d) && trap 'cat "$$runs/runs.log" 2>/dev/null; rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"
+SHARED_RUNS := if [ -n "$${AURA_TEST_RUNS:-}" ]; then mkdir -p "$$AURA_TEST_RUNS"; else runs=$$(mktemp -d) && trap 'cat "$$runs/runs.log" 2>/dev/null; rm -rf "$$runs"' EXIT && export AURA_TEST_RUNS="$$runs"; fi
 
 # With SLURM's clients installed and no controller up, each Snakemake start waits 9-10 s in the SLURM
 # plugin's `scontrol show config` (at its import); the tests name a controller that refuses at once
 # (tests/slurm-no-controller.conf; tests/test_slurm.py lifts it for its one-node SLURM).
-test-fast test test-e2e: export SLURM_CONF ?= $(CURDIR)/tests/slurm-no-controller.conf
+test-fast test test-e2e test-slurm: export SLURM_CONF ?= $(CURDIR)/tests/slurm-no-controller.conf
 
 # Unit tests only: what a developer runs after each change (about a minute at most).
 test-fast: venv
@@ -93,6 +95,11 @@ test: venv $(VENV)/.docs-installed
 # Every other whole-workflow run: the embedded model, the simulations, the provider dialects, Ctrl-C.
 test-e2e: venv
 	$(SHARED_RUNS) && $(PYTEST) -m "e2e and not serial" $(PARALLEL) && $(PYTEST) -m "e2e and serial"
+
+# profiles/slurm on the one-node SLURM (tests/test_slurm.py; about 8 minutes, all serial: its jobs
+# share the one node). Root and `make slurm`; without them the tests are skipped, CI requires them.
+test-slurm: venv
+	$(SHARED_RUNS) && $(PYTEST) -m slurm
 
 lint: venv
 	$(BIN)/snakemake --lint

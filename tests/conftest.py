@@ -5,9 +5,10 @@ Tiers (markers registered in pyproject.toml; `docs/testing.md` says which make t
   no litellm, no browser, no wall-time bound;
 - suite: heavier tests that `make test` adds (dry runs, small runs, stub servers through litellm,
   the docs site, and the one shared whole-workflow run, the mock run);
-- e2e: every other whole-workflow run (`make test-e2e`).
+- e2e: every other whole-workflow run (`make test-e2e`);
+- slurm: profiles/slurm on the one-node SLURM (`make test-slurm`; tests/test_slurm.py).
 `serial` marks a test that asserts wall time or drives a browser: the make targets run those after
-the parallel part, alone. A test that launches Snakemake without suite or e2e, drives a browser
+the parallel part, alone. A test that launches Snakemake without suite, e2e or slurm, drives a browser
 without serial, or (in the fast tier) loads litellm fails, naming itself.
 """
 
@@ -30,14 +31,14 @@ from tests import workflow  # noqa: E402
 from tests.stub_server import StubServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-TIERS = ("suite", "e2e")
+TIERS = ("suite", "e2e", "slurm")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         tiered = any(item.get_closest_marker(tier) for tier in TIERS)
         if item.get_closest_marker("serial") and not tiered:
-            raise pytest.UsageError(f"{item.nodeid} is serial but in no tier: mark it suite or e2e as well")
+            raise pytest.UsageError(f"{item.nodeid} is serial but in no tier: mark it suite, e2e or slurm as well")
         if not tiered:
             item.add_marker(pytest.mark.fast)
 

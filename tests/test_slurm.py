@@ -4,8 +4,9 @@ filled (tests/slurm.py). Without accounting `sacct` cannot answer, so those runs
 `--slurm-status-command squeue` as the cluster guide says; the start check refuses a run that
 does not. The jobs of SLURM's own tests are small: one-job targets, the small simulation.
 
-Serial and in the slower tier: each SLURM job starts Snakemake twice and is seen to end only at
-the plugin's next status check, and they share the one node."""
+A tier of their own (`make test-slurm`), serial: each SLURM job starts Snakemake twice and is seen
+to end only at the plugin's next status check, and they share the one node. The small simulation's
+local run (`sim_run`) is the one `make test-e2e` builds where both share $AURA_TEST_RUNS (CI)."""
 
 import os
 import re
@@ -19,7 +20,7 @@ import pytest
 from tests import slurm
 from tests.workflow import scratch_copy, snakemake, snakemake_exe, suite_config
 
-pytestmark = [pytest.mark.e2e, pytest.mark.serial]
+pytestmark = [pytest.mark.slurm, pytest.mark.serial]
 
 SEEDS = "results/seeds/seeds.jsonl"
 

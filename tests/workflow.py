@@ -31,7 +31,7 @@ def suite_config(work: Path, name: str, stub_base: str | None = None) -> Path:
 
 
 CURRENT_TEST = None  # the test being run (tests/conftest.py sets it before the test's fixtures)
-RUNS_ENV = "AURA_TEST_RUNS"  # a folder the make targets share between a tier's pytest processes
+RUNS_ENV = "AURA_TEST_RUNS"  # a folder the make targets share between a tier's pytest processes (.ci/run: between targets)
 
 
 def require_tier(what: str, *markers: str) -> None:
@@ -43,7 +43,7 @@ def require_tier(what: str, *markers: str) -> None:
 
 
 def snakemake_exe() -> str:
-    require_tier("launches Snakemake", "suite", "e2e")
+    require_tier("launches Snakemake", "suite", "e2e", "slurm")
     return str(Path(sys.executable).parent / "snakemake")
 
 
@@ -70,7 +70,8 @@ def planned_jobs(work: Path, *args: str) -> dict[str, int]:
 def shared_run(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
     """The scratch copy holding the finished run `name`, built by `build(work)` once per tier: in the
     folder $AURA_TEST_RUNS names (the make targets set one, so the parallel pytest and the serial one
-    after it share the run), else in this pytest's temporary folder. A lock keeps two xdist workers
+    after it share the run; .ci/run sets one for all its targets, so the run is built once per CI
+    run), else in this pytest's temporary folder. A lock keeps two xdist workers
     from building it twice; a build that failed is not tried again by every test that reads it."""
     from filelock import FileLock
 
