@@ -50,21 +50,24 @@ simulate: venv
 
 # A finished run as one archive (dataset, tables, report, response cache, config, MANIFEST of
 # sha256 checksums, R-Judge's source note, the responses' terms); `python -m aura_eval unpack
-# $(PACK) <checkout>` verifies it and prints the offline replay command. CONFIG: the run's config.
+# $(PACK) <checkout>` verifies it and prints the offline replay command. CONFIG: the run's config; left
+# unset, pack and forecast take the config recorded with the results (results/run/config.yaml, written at
+# each run's start; aura_eval/run_config.py), and pack refuses a CONFIG that differs from it.
 PACK ?= aura-eval-run.tar.gz
-CONFIG ?= config/config.yaml
+CONFIG ?=
+CONFIG_FLAG = $(if $(strip $(CONFIG)),--configfile $(CONFIG))
 pack: venv
-	$(BIN)/python -m aura_eval pack $(PACK) --configfile $(CONFIG)
+	$(BIN)/python -m aura_eval pack $(PACK) $(CONFIG_FLAG)
 
 # Calls, tokens, dollars and the wall time the rate limits imply, per stage x model, before any call
 # (from the config, and from results/ where intermediate files exist); also results/forecast/forecast.{csv,json}.
 forecast: venv
-	$(BIN)/python -m aura_eval forecast --configfile $(CONFIG)
+	$(BIN)/python -m aura_eval forecast $(CONFIG_FLAG)
 
 # One tiny request per model entry in use (and a look at the batch API where `batch: true`): OK, or
 # what is wrong and how to fix it; exits non-zero on any problem. Costs cents (the forecast says how much).
 preflight: venv
-	$(BIN)/python -m aura_eval preflight --configfile $(CONFIG)
+	$(BIN)/python -m aura_eval preflight $(CONFIG_FLAG)
 
 # The tests in four tiers (tests/conftest.py; docs/testing.md). Each runs its parallel part on two
 # xdist workers (a shared whole-workflow run is one xdist group, built by one worker), then its serial

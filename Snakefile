@@ -56,12 +56,24 @@ onstart:
                 print(note, file=sys.stderr)
     except (ConfigError, CacheLocationError, CacheError) as err:
         raise WorkflowError(str(err)) from None
+    # The config recorded with the results (results/run/config.yaml): what `make pack` packs and
+    # `make forecast` forecasts when told no config, and what they compare a config they are told with.
+    run_config.record(config, RUN_CONFIGFILES)
+    run_started.append(time.time())
 
 
 # The exit summary repeats every stage that asked and got no usable answer.
 onsuccess:
     for problem in call_log_problems("results/calls"):
         print(f"WARNING: {problem}", file=sys.stderr)
+
+
+# A failed run (with --keep-going, after every job it could run): how many calls failed, and that a
+# plain rerun sends only those (every answer received is in the cache).
+onerror:
+    summary = failed_calls_summary("logs", since=run_started[0] if run_started else None)
+    if summary:
+        print(summary, file=sys.stderr)
 
 
 rule all:

@@ -27,7 +27,8 @@ from aura_eval.workflow_config import DEFAULT_CONFIGFILE
 
 
 CONFIGFILE_HELP = ("the run's config file(s), merged in order as Snakemake merges them (a list after the flag, "
-                   "or the flag repeated); default " + DEFAULT_CONFIGFILE)
+                   "or the flag repeated); default " + DEFAULT_CONFIGFILE + " (pack and forecast: the config "
+                   "recorded with the results, results/run/config.yaml, where a run recorded one)")
 
 
 def _configfile_option(parser: argparse.ArgumentParser) -> None:
@@ -72,14 +73,23 @@ def main(argv=None) -> int:
                                                       "wrong and how to fix it (exit 1 on any problem)")
     _configfile_option(preflight)
     args = parser.parse_args(argv)
-    if hasattr(args, "configfile"):
+    told = getattr(args, "configfile", None)  # pack and forecast: none told, the config recorded with the results
+    if hasattr(args, "configfile") and args.command != "pack":
         args.configfile = args.configfile or [DEFAULT_CONFIGFILE]
     if args.command in ("forecast", "preflight"):
+        from aura_eval import run_config
         from aura_eval.workflow_config import ConfigError, complete_config, load_configs
 
+        recorded = run_config.recorded_config(args.root) if args.command == "forecast" else None
         try:
             # The files' values as the workflow sees them: merged, the defaults of what they leave out filled in.
-            config, filled = complete_config(load_configs(args.configfile))
+            if recorded is not None and not told:
+                print(f"forecast: the config recorded with the results ({run_config.RUN_CONFIG})", file=sys.stderr)
+            config, filled = complete_config(recorded.config if recorded is not None and not told
+                                             else load_configs(args.configfile))
+            found = run_config.differences(config, recorded.config) if recorded is not None and told else []
+            if found:
+                print("WARNING: forecast: " + run_config.mismatch_text(told, recorded, found), file=sys.stderr)
         except (OSError, ConfigError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
@@ -124,9 +134,12 @@ def main(argv=None) -> int:
             sys.stdout.write(text)
             return 0 if found else 1
         if args.command == "pack":
-            from aura_eval.tools.pack import pack as run_pack
+            from aura_eval.tools.pack import pack as run_pack, run_configfiles
 
-            done = run_pack(args.out, configfiles=args.configfile, root=args.root)
+            configfiles, note = run_configfiles(args.configfile, root=args.root)
+            if note:
+                print(note, file=sys.stderr)
+            done = run_pack(args.out, configfiles=configfiles, root=args.root)
             print(f"packed {done['files']} files ({done['cache_rows']} cached responses) into {args.out}: "
                   f"{done['bytes']:,} bytes")
             return 0

@@ -16,8 +16,8 @@ import subprocess
 # the plugin's longest pause between two status checks; squeue must remember a finished job longer
 MAX_CHECK_INTERVAL_S = 180
 ADVICE = ("run with `--slurm-status-command squeue` (profile key `slurm-status-command: squeue`) on a cluster "
-          f"whose MinJobAge (`scontrol show config`) is at least 300 s, above the plugin's {MAX_CHECK_INTERVAL_S} s "
-          "between status checks")
+          f"whose MinJobAge (`scontrol show config`) is above the plugin's {MAX_CHECK_INTERVAL_S} s between status "
+          "checks (SLURM's default, 300 s, is enough)")
 
 
 def _effective_command(settings) -> tuple[str | None, int | None]:

@@ -6,6 +6,7 @@ stage's outcome counts to its log. Every model stage of every rule runs through 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -161,3 +162,33 @@ def call_log_problems(calls_dir) -> list[str]:
         for call in read_jsonl(path):
             by_stage.setdefault(call["stage"], []).append(call)
     return [p for stage, calls in sorted(by_stage.items()) if (p := empty_problem(stage, calls))]
+
+
+# The line a job that failed under the failure policy leaves in its log (failure_problem's words).
+FAILED_CALLS = re.compile(r"(?P<stage>[\w.:/-]+): (?P<failed>\d+) of (?P<calls>\d+) calls failed \(")
+
+
+def failed_calls_summary(logs_dir, since: float | None = None) -> str | None:
+    """The end of a failed run (the Snakefile's onerror): how many calls failed in the jobs that failed
+    under the failure policy (their logs under `logs_dir` written since `since`, the run's start), and
+    that a plain rerun sends only those; None when no job failed that way."""
+    failed = jobs_failed = 0
+    stages_failed = set()
+    for path in sorted(Path(logs_dir).rglob("*.log")) if Path(logs_dir).is_dir() else []:
+        try:
+            if since is not None and path.stat().st_mtime < since:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found = FAILED_CALLS.findall(text)
+        if found:
+            stage, n, _ = found[-1]  # a job's own line (its log holds one run of the job)
+            failed += int(n)
+            jobs_failed += 1
+            stages_failed.add(stage)
+    if not jobs_failed:
+        return None
+    return (f"{failed} call(s) failed in {jobs_failed} job(s) ({', '.join(sorted(stages_failed))}); every answer "
+            f"received is in the cache, so a plain rerun of the same command sends only the failed calls (and "
+            f"runs the jobs that waited on them). Their errors are in each job's log under {logs_dir}/.")

@@ -514,4 +514,5 @@ VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
                   "results/tables/forecast_vs_actual.csv",  # calls sent and spent in this run (not cached)
                   "results/tables/forecast_vs_actual.md",  # the same, for the report
                   "results/forecast/",  # `make forecast`'s output: what existed when it ran (no rule writes it)
+                  "results/run/",  # the config recorded at the run's start (aura_eval.run_config): a replay's says replay
                   "results/report/")  # the report's run section shows the summary above

@@ -1,12 +1,13 @@
 import glob
 import os
 import sys
+import time
 from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval import jobs, stages, vocab, workflow_config
+from aura_eval import jobs, run_config, stages, vocab, workflow_config
 from aura_eval.cluster import slurm_status_problem
 from aura_eval.llm import ratelimit, stop
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
@@ -15,7 +16,7 @@ from aura_eval.llm.providers import is_simulated
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
-from aura_eval.stage import call_log_problems
+from aura_eval.stage import call_log_problems, failed_calls_summary
 from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        fill_defaults, used_models)
 
@@ -413,8 +414,10 @@ def _shown_path(path):
 
 
 # (Set, never read here, so snakemake's `envvars` check does not apply.)
-os.environ.update(AURA_CONFIGFILES=os.pathsep.join(
-    _shown_path(path) for path in (workflow.overwrite_configfiles or ["config/config.yaml"])))
+RUN_CONFIGFILES = [_shown_path(path) for path in (workflow.overwrite_configfiles or ["config/config.yaml"])]
+os.environ.update(AURA_CONFIGFILES=os.pathsep.join(RUN_CONFIGFILES))
+# When the run started (the onstart's record), for the failed-call summary of onerror.
+run_started = []
 
 
 def report_sources():

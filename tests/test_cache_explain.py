@@ -85,10 +85,28 @@ def test_explain_by_key_prefix_old_rows_failures_and_simulated_calls(tmp_path):
     cache, keys = _build(tmp_path)
     results = tmp_path / "results"
     text, _ = explain(cache, keys["old"][:10], results=results)
-    assert text == f"""\
+    summary, shown = text.split("  request (", 1)
+    assert summary == f"""\
 judge:a  item y.original  endpoint judge-1  sample 0  prompt judge_detection v2  key {keys['old'][:16]}
   call log: sent to the provider (attempts: 1), then cached
   cache: holds it (0.25 s, tokens 11 in / 5 out, cost $0.000000, stored before provenance was recorded)
+"""
+    schema = json.dumps(_describe("")["response_format"], sort_keys=True)
+    assert "  request (" + shown == """\
+  request (what the cache key is the hash of):
+    model: openai/m
+    sample: 0
+    params: {"seed": 1, "temperature": 0.0}
+    response_format: """ + schema + """
+    messages[0] (system):
+      You judge.
+    messages[1] (user):
+      Thought: an old row.
+      Action: none
+  raw response:
+    finish_reason: stop
+    content:
+      {"level": "D2"}
 """
     text, _ = explain(cache, "z.original", results=results)
     assert text == """\
@@ -103,6 +121,24 @@ judge:a  item z.original  endpoint judge-1  sample 0  prompt judge_detection v2 
     assert explain(cache, "x.original", stage="other", results=results) == (
         f"nothing matches 'x.original' in stage other: no call-log row under {results}/calls, no recorded miss, "
         "no cached key\n", False)
+
+
+def test_a_key_prints_the_cached_request_and_the_raw_response_an_item_id_only_the_summary(tmp_path):
+    cache, keys = _build(tmp_path)
+    results = tmp_path / "results"
+    by_key, _ = explain(cache, keys["first"][:16], results=results)
+    assert "Action: rm -rf /data\n" in by_key and "messages[0] (system):\n      You judge.\n" in by_key
+    assert by_key.endswith('  raw response:\n    finish_reason: stop\n    content:\n      {"level": "D2"}\n')
+    # a key no call log names: the cached row alone, in full
+    unlogged = ResponseCache(cache)
+    extra = _describe("Thought: unlogged.\nAction: cat /etc/passwd")
+    unlogged.put(cache_key(extra), extra, dict(_record(4), content="refused", finish_reason="content_filter"))
+    unlogged.close()
+    text, found = explain(cache, cache_key(extra)[:12], results=results)
+    assert found and "named by no call log" in text and "Action: cat /etc/passwd" in text
+    assert "    finish_reason: content_filter\n    content:\n      refused\n" in text
+    by_item, _ = explain(cache, "x.original", results=results)
+    assert "raw response" not in by_item  # an item id: one line per call, its key to ask for the rest
 
 
 @pytest.mark.suite

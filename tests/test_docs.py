@@ -286,6 +286,9 @@ def test_the_readme_s_offline_commands_run_as_written(mock_run, tmp_path):
     settings["llm"]["cache"] = "cache/responses.sqlite"
     (work / cache).rename(work / "cache/responses.sqlite")
     (work / "config/config.yaml").write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    from aura_eval.run_config import record
+
+    record(settings, ["config/config.yaml"], root=work)  # the run's recorded config, as a default run records it
     (work / "my-model.yaml").write_text(docs_claims.readme_yaml("Add a model"), encoding="utf-8")
     env = _as_installed(work)
     commands = docs_claims.readme_offline_commands()

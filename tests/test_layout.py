@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow_config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
-        "stages", "jobs", "cluster",
+        "stages", "jobs", "cluster", "run_config",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
@@ -25,7 +25,7 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "analyze.figures", "analyze.pipeline_figure",
         "report", "report.paper_numbers", "report.headline", "report.sections", "report.provenance", "report.audit",
         "report.render",
-        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "__main__"]
+        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "tools.site_setup", "__main__"]
 
 
 def _module_name(path: Path) -> str:

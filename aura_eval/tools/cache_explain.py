@@ -10,7 +10,10 @@ request's description as one `replay miss: {json}` line),
 it says how the call was answered, whether the cache holds the request and with what
 provenance, and, for a request the cache does not hold, which fields of its description differ
 from the nearest cached request of the same model and prompt (model, api_base, params,
-response_format, sample, and a short diff of the messages). The cache is opened read-only.
+response_format, sample, and a short diff of the messages). Asked by key (hex digits), it also
+prints, for each matching call the cache holds (up to MAX_SHOWN), the cached request as the cache keys it
+(model, api_base, sample, params, response_format, every message) and the raw response (finish reason,
+refusal, reasoning, content). The cache is opened read-only.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -226,6 +230,39 @@ def nearest(db, wanted: dict, prompt: str | None) -> tuple[str, list[tuple[str, 
     return scope, scored
 
 
+KEY = re.compile(r"[0-9a-f]{4,64}")  # a query naming a call by its key (the call log's `key`, or a prefix)
+MAX_SHOWN = 3  # calls whose request and response a key query prints in full
+
+
+def _indented(text, indent: str) -> list[str]:
+    return [indent + line for line in str(text).splitlines()] or [indent]
+
+
+def shown_in_full(request: dict, response: dict) -> list[str]:
+    """The cached request as the cache keys it and the raw response as the provider gave it."""
+    out = ["  request (what the cache key is the hash of):"]
+    for name in ("model", "api_base", "sample"):
+        if request.get(name) is not None:
+            out.append(f"    {name}: {request[name]}")
+    if request.get("params"):
+        out.append(f"    params: {json.dumps(request['params'], sort_keys=True, ensure_ascii=False)}")
+    if request.get("response_format"):
+        out.append(f"    response_format: {json.dumps(request['response_format'], sort_keys=True, ensure_ascii=False)}")
+    for i, message in enumerate(request.get("messages") or []):
+        out.append(f"    messages[{i}] ({message.get('role')}):")
+        out += _indented(message.get("content", ""), "      ")
+    out.append("  raw response:")
+    for name in ("finish_reason", "refusal"):
+        if response.get(name) is not None:
+            out.append(f"    {name}: {response[name]}")
+    if response.get("reasoning"):
+        out.append("    reasoning:")
+        out += _indented(response["reasoning"], "      ")
+    out.append("    content:")
+    out += _indented(response.get("content") if response.get("content") is not None else "(none)", "      ")
+    return out
+
+
 def _explain_missing(db, wanted: dict, prompt: str | None) -> list[str]:
     scope, found = nearest(db, wanted, prompt)
     if not found:
@@ -241,6 +278,7 @@ def explain(cache_path, query: str, stage: str | None = None, results="results",
             logs="logs") -> tuple[str, bool]:
     """(the explanation, whether anything matched)."""
     db = _connect(cache_path)
+    by_key = bool(KEY.fullmatch(query))  # a key names one call: its request and response are printed
     try:
         logged = _logged(Path(results), query, stage)
         misses = _misses(db, query, stage) + _logged_misses(Path(logs), query, stage)
@@ -263,6 +301,8 @@ def explain(cache_path, query: str, stage: str | None = None, results="results",
             cached = _cached(db, key16) if key16 else []
             if cached:
                 out.append(f"  cache: holds it ({_provenance_line(cached[0][2])})")
+                if by_key and len(logged) <= MAX_SHOWN:
+                    out += shown_in_full(cached[0][1], cached[0][2])
                 continue
             out.append("  cache: does not hold it")
             miss = miss_by_key.pop(key16, None)
@@ -280,9 +320,11 @@ def explain(cache_path, query: str, stage: str | None = None, results="results",
             out += _explain_missing(db, miss["request"], miss["prompt"])
         if not out:
             cached = _cached(db, query) if len(query) >= 4 else []
-            for key, _, response in cached:
+            for key, request, response in cached:
                 out.append(f"key {key[:16]}: in the cache, named by no call log under {results} "
                            f"({_provenance_line(response)})")
+                if by_key and len(cached) <= MAX_SHOWN:
+                    out += shown_in_full(request, response)
         if not out:
             where = f" in stage {stage}" if stage else ""
             return f"nothing matches {query!r}{where}: no call-log row under {results}/calls, no recorded miss, " \

@@ -5,8 +5,11 @@
 
 `pack` writes a gzipped tar of: `results/dataset/`, `results/tables/`, the report
 (`results/report/report.html`), the response cache (`cache/<name>`, a consistent SQLite copy
-made with the backup API), the config used (`config/run.yaml`: the file byte for byte, or, where
-several `--configfile`s were merged, the merged config with a header naming them) and its replay
+made with the backup API), the config used (`config/run.yaml`: the config recorded with the results,
+`results/run/config.yaml` (`aura_eval.run_config`), byte for byte, when no `--configfile` is given; a
+given one must not differ from that record in what changes results (`run_configfiles`); where no run
+recorded one, the file byte for byte, or, where several `--configfile`s were merged, the merged config
+with a header naming them) and its replay
 form (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human
 labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), the inspect
 logs of agents given by one (`inspect/<agent>/[action_only/]<file>`; the replay config names these
@@ -57,6 +60,7 @@ from pathlib import Path
 
 import yaml
 
+from aura_eval import run_config
 from aura_eval.llm.cache import CacheError, cache_error, connect_readonly
 from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
@@ -212,17 +216,47 @@ def _config_name(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
 
 
+def run_configfiles(configfiles, root=".") -> tuple[list | None, str | None]:
+    """(the config files to pack, a note for the user or None). None given: the config recorded with the
+    results (`run_config.RUN_CONFIG`, returned as None: pack reads the record), else the default config
+    with a note. Given files that differ from the record in what changes results: a PackError naming the
+    keys and the config the results were made with."""
+    recorded = run_config.recorded_config(Path(root) / "")
+    if not configfiles:
+        if recorded is not None:
+            return None, f"pack: the run's config, recorded with the results ({run_config.RUN_CONFIG})"
+        return [DEFAULT_CONFIGFILE], (f"pack: no config recorded with the results ({run_config.RUN_CONFIG}: results of "
+                                      f"an older run); packing {DEFAULT_CONFIGFILE}: name the run's config with "
+                                      f"--configfile (make pack CONFIG=...) if it was another")
+    if recorded is not None:
+        root = Path(root).resolve()
+        paths = [Path(n) if Path(n).is_absolute() else root / n for n in configfiles]
+        try:
+            found = run_config.differences(load_configs(paths), recorded.config)
+        except ConfigError as err:
+            raise PackError(f"pack: {err}") from err
+        if found:
+            raise PackError(f"pack: {run_config.mismatch_text(configfiles, recorded, found)}; pack with no "
+                            f"--configfile (make pack without CONFIG) to pack the recorded one")
+    return list(configfiles), None
+
+
 def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
     """Write the archive; a summary (files, bytes, cache rows). `configfiles`: the run's config file, or
-    its files in order, merged as Snakemake merges them."""
+    its files in order, merged as Snakemake merges them; None: the config recorded with the results
+    (`results/run/config.yaml`, `aura_eval.run_config`)."""
     root, out = Path(root).resolve(), Path(out)
-    names = [configfiles] if isinstance(configfiles, (str, Path)) else list(configfiles)
+    recorded = run_config.recorded_config(root) if configfiles is None else None
+    if configfiles is None and recorded is None:
+        raise PackError(f"pack: no config recorded with the results under {root} ({run_config.RUN_CONFIG}): "
+                        f"name the run's config with --configfile")
+    names = [] if recorded else ([configfiles] if isinstance(configfiles, (str, Path)) else list(configfiles))
     config_paths = [(Path(name) if Path(name).is_absolute() else root / name).resolve() for name in names]
     for config_path in config_paths:
         if not config_path.is_file():
             raise PackError(f"pack: no config file {config_path}")
     try:
-        config = load_configs(config_paths)
+        config = recorded.config if recorded else load_configs(config_paths)
     except ConfigError as err:
         raise PackError(f"pack: {err}") from err
     filled = with_schema_defaults(config)  # the keys a config leaves out, as the workflow fills them
@@ -255,7 +289,7 @@ def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
     code_licence = Path(__file__).resolve().parents[2] / "LICENSE"  # the repository's, not the run folder's
     if code_licence.is_file():
         members["LICENSE"] = code_licence
-    members["config/run.yaml"] = _run_config(config_paths, root)
+    members["config/run.yaml"] = recorded.path.read_bytes() if recorded else _run_config(config_paths, root)
     replayed = json.loads(json.dumps(config))  # agents given by an inspect log read the packed copy
     for name, path in inspect_logs(config, root).items():
         members[name] = path
@@ -271,8 +305,8 @@ def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
         code = _commit(Path(__file__).resolve().parents[2])
         members["PACK.json"] = (json.dumps({
             # No absolute path: a config outside the run folder is named by its file name.
-            "config": _config_name(config_paths[0], root) if len(config_paths) == 1
-            else [_config_name(p, root) for p in config_paths],
+            "config": run_config.RUN_CONFIG if recorded else _config_name(config_paths[0], root)
+            if len(config_paths) == 1 else [_config_name(p, root) for p in config_paths],
             "code_commit": code["commit"], "code_dirty": code["dirty"], "cache": cache.name, "cache_rows": rows,
             "simulated_models": _simulated(config),
             "replay": REPLAY}, indent=2) + "\n").encode()
