@@ -2,6 +2,7 @@
 (unpriced never $0, batch at half price), the wall time the rate limits imply, and the paper's run."""
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from aura_eval.analyze import bands
 from aura_eval.analyze import forecast as fc
 from aura_eval.__main__ import main
 from aura_eval.construct.seeds import load_seeds
@@ -25,6 +27,20 @@ def load(name):
 
 def by_cell(result):
     return {(r["stage"], r["endpoint"]): r for r in result["rows"]}
+
+
+def by_cell_of(result, stage):
+    return {endpoint: r for (s, endpoint), r in by_cell(result).items() if s == stage}
+
+
+def bands_of(result, stage):
+    return {endpoint: (r["calls_low"], r["calls"], r["calls_high"]) for endpoint, r in by_cell_of(result, stage).items()}
+
+
+def judged(n):
+    """The calls band of n rows' judge requests before any rollout: the judgeable share's (bands.JUDGEABLE)."""
+    low, point, high = bands.JUDGEABLE
+    return math.floor(n * low), round(n * point), math.ceil(n * high)
 
 
 def calls_of(result, stage):
@@ -56,25 +72,39 @@ def test_calls_follow_the_config_and_the_dataset(run_root):
     subset = min(config["action_only"]["n_items"], rows)  # the agent answers the action-only prompt too
     assert calls_of(result, "tag_steps") == {roles["tagger"]: config["seeds"]}
     assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}
-    # Detection and type per ReAct row, type only per action-only row; safety once per row.
-    assert calls_of(result, "judge_detection_type") == {j: 2 * rows + subset for j in roles["judges"]}
-    assert calls_of(result, "judge_safety") == {j: rows + subset for j in roles["judges"]}
+    # Detection and type per ReAct row, type only per action-only row; safety once per row; of the
+    # rows, the judgeable share (no rollout exists yet: 60%, 85%, 100%).
+    assert bands_of(result, "judge_detection_type") == {j: judged(2 * rows + subset) for j in roles["judges"]}
+    assert bands_of(result, "judge_safety") == {j: judged(rows + subset) for j in roles["judges"]}
     calibration = rel["calibration_items"] * len(rel["calibration_agents"])
-    assert calls_of(result, "reliability:five_judge") == {j: 3 * calibration for j in roles["validation_judges"]}
-    assert calls_of(result, "reliability:repeats") == {j: 3 * calibration * rel["repeats"] for j in roles["judges"]}
+    # The five-judge panel: the main panel's judges ask what they asked before (0, at most all three
+    # axes again, for safety under the plurality's type); the two added judges three axes per item.
+    five = by_cell_of(result, "reliability:five_judge")
+    assert {j: (r["calls_low"], r["calls"], r["calls_high"]) for j, r in five.items()} == {
+        j: (0, 0, 3 * calibration) if j in roles["judges"] else (3 * calibration,) * 3 for j in roles["validation_judges"]}
+    # Repeats run at temperature 0: a judge whose entry samples at 0 asked the first already (paid there).
+    at_zero = {j: config["models"][j]["params"].get("temperature") == 0 for j in roles["judges"]}
+    assert calls_of(result, "reliability:repeats") == {j: 3 * calibration * (rel["repeats"] - at_zero[j])
+                                                       for j in roles["judges"]}
     # Every panel judge shares the agent's vendor, so all three seats go to the replacement.
-    assert calls_of(result, "reliability:vendor_swap") == {roles["replacement_judge"]: 3 * 3 * rel["vendor_swap_items"]}
-    # Construction has no files here: the paper's funnel scaled to 2 of 157 seeds, marked estimated.
+    # The replacement takes every seat and asks each request once (three axes per item); no seat is kept.
+    assert {j: c for j, c in calls_of(result, "reliability:vendor_swap").items() if c} == {
+        roles["replacement_judge"]: 3 * rel["vendor_swap_items"]}
+    # Construction has no files here: the paper's yields from 2 of 157 seeds (a second prefix for 54
+    # of 157), as an interval at this size, marked estimated.
     relevance = by_cell(result)[("relevance", roles["relevance"])]
-    assert (relevance["calls"], relevance["counts"], relevance["tokens"]) == (round(211 * 2 / 157), "estimated",
-                                                                             "estimated")
+    assert (relevance["calls"], relevance["counts"], relevance["keys"]) == (round(2 * 211 / 157), "estimated",
+                                                                           "estimated")
+    # 2 seeds: 2 at-trigger prefixes and 0 to 1.9 pre-execution ones (1.96 sd at 2 trials)
+    assert relevance["calls_low"] == 2 and relevance["calls_high"] == 4
     rollout = by_cell(result)[("rollout", "smollm2-agent")]
-    # The action-only subset has no file yet: its count follows the dataset, its prompts are estimated.
-    assert (rollout["counts"], rollout["tokens"]) == ("files", "estimated+rendered")
-    # The embedded model is free, and says so; output tokens capped at max_tokens (160 < 600).
+    # The action-only subset has no file yet: its count follows the dataset, its keys are estimated.
+    assert (rollout["counts"], rollout["keys"]) == ("files", "estimated+rendered")
+    # The embedded model is free, and says so; output tokens between the floor and max_tokens (160 < 600).
     assert relevance["usd"] == 0.0 and relevance["price_source"] == "in-process"
     assert by_cell(result)[("tag_steps", "smollm2")]["tokens_out"] == 2 * 120
-    assert by_cell(result)[("relevance", roles["relevance"])]["tokens_out"] == 3 * 500
+    assert relevance["tokens_out_high"] == relevance["calls_high"] * 500
+    assert relevance["tokens_out_low"] < relevance["tokens_out"] <= relevance["calls_high"] * 500
 
 
 def test_real_rollouts_are_counted(run_root):
@@ -88,8 +118,9 @@ def test_real_rollouts_are_counted(run_root):
         "".join(json.dumps(r) + "\n" for r in rollouts), encoding="utf-8")
     result = fc.forecast(config, root=root)
     subset = config["action_only"]["n_items"]  # the action-only run has no rollouts yet
-    assert calls_of(result, "judge_detection_type")["smollm2-judge-1"] == (2 + 3) + subset
-    assert calls_of(result, "judge_safety")["smollm2-judge-1"] == 3 + subset
+    # the ReAct run's 3 judgeable rollouts, 2 with a thought; the action-only run's 85% of its subset
+    assert calls_of(result, "judge_detection_type")["smollm2-judge-1"] == round((2 + 3) + subset * bands.JUDGEABLE[1])
+    assert calls_of(result, "judge_safety")["smollm2-judge-1"] == round(3 + subset * bands.JUDGEABLE[1])
 
 
 def priced_mock():
@@ -105,11 +136,11 @@ def test_dollars_unpriced_and_batch_at_half(run_root):
     result = fc.forecast(priced_mock(), root=root, results=False)
     cells = by_cell(result)
     gpt4o, priced, unpriced = (cells[("judge_safety", j)] for j in ("judge-1", "judge-2", "judge-3"))
-    assert gpt4o["usd"] == pytest.approx(gpt4o["tokens_in"] * 2.5e-6 + gpt4o["tokens_out"] * 1e-5)
+    assert gpt4o["usd"] == pytest.approx(gpt4o["tokens_in"] * 2.5e-6 + gpt4o["tokens_out"] * 1e-5, rel=1e-3)
     assert gpt4o["usd_batch"] == pytest.approx(gpt4o["usd"] / 2)  # the map's *_batches fields: half
     assert gpt4o["price_source"] == "litellm cost map"
     # batch: true with a config price and no batch_* prices: half of it.
-    assert priced["usd"] == pytest.approx((priced["tokens_in"] * 2.0 + priced["tokens_out"] * 8.0) / 1e6 / 2)
+    assert priced["usd"] == pytest.approx((priced["tokens_in"] * 2.0 + priced["tokens_out"] * 8.0) / 1e6 / 2, rel=1e-3)
     assert priced["usd_standard"] == pytest.approx(2 * priced["usd"])
     assert priced["price_source"] == "config price, half for batch"
     assert (unpriced["usd"], unpriced["price_source"]) == (None, "unpriced")
@@ -131,7 +162,10 @@ def test_wall_time_from_the_rate_limits(run_root):
     batch_calls = sum(r["calls"] for r in result["rows"] if r["endpoint"] == "judge-2")
     assert sum(b["calls"] for b in result["limits"]) == result["totals"]["calls"] - batch_calls
     assert limits["openai"]["wall_s"] is None and "openai" in result["unlimited"]
-    assert result["wall_s"] == pytest.approx(60.0 * gpt4o_calls / 60)  # one stage per judge phase, one limited bucket
+    # The unlimited bucket takes its calls over the job's concurrency times the assumed latency (5 s).
+    assert result["wall_s"] >= 60.0 * gpt4o_calls / 60 and result["wall_from"].endswith("(rate limits where set)")
+    # The mock's entries set no max_tokens: their output, so the wall time's high, is unbounded.
+    assert result["wall_s_low"] <= result["wall_s"] and result["wall_s_high"] is None
     assert "no limit configured" in fc.text(result)
 
 
@@ -143,18 +177,25 @@ def test_the_paper_config_offline_without_files(tmp_path):
     rollout = calls_of(result, "rollout")
     n_action_only = len(config["action_only"]["agents"])
     assert sum(rollout.values()) == 1249 * len(config["agents"]) + 150 * n_action_only
-    assert calls_of(result, "tag_steps") == {"claude-opus-4.6": 157}
+    # 157 seeds, two of whose tagging prompts repeat another's word for word: 155 answers paid.
+    assert calls_of(result, "tag_steps") == {"claude-opus-4.6": 155}
+    assert "2 requests asked identically" in by_cell(result)[("tag_steps", "claude-opus-4.6")]["note"]
     assert calls_of(result, "review_pairs") == {"claude-opus-4.6": 590, "gpt-5.2": 590, "deepseek-v3.1": 590}
     assert all(r["counts"] in ("estimated", "config") for r in result["rows"])
     # Every entry is priced (litellm's map, else the entry's `price`): no call is left out of the dollars.
     assert (result["totals"]["unpriced_calls"], result["totals"]["unpriced_models"]) == (0, [])
     gemini = [r for r in result["rows"] if r["endpoint"] == "gemini-3.1-pro"]
-    assert {r["price_source"] for r in gemini} == {"config price"} and len(gemini) == 5
-    assert all(r["usd_standard"] > 0 and r["usd_batch"] == pytest.approx(r["usd_standard"] / 2) for r in gemini)
-    for k in range(20 - len(config["agents"])):
-        config["agents"][f"unnamed-{k}"] = {"model": "qwen3-32b-agent", "group": "open-weight", "vendor": "alibaba"}
-    total = fc.forecast(config, root=ROOT, results=False)["totals"]["calls"]
-    assert 0.9 * 290_000 < total < 1.1 * 290_000
+    assert len({r["price_source"] for r in gemini}) == 1 and "unpriced" not in {r["price_source"] for r in gemini}
+    assert all(0 < r["usd_batch"] < r["usd_standard"] for r in gemini if r["calls"])
+    # a panel judge in the five-judge panel or a kept vendor-swap seat asks what it asked before: 0 at the point
+    assert {r["stage"] for r in gemini if r["calls"]} == {"judge_detection_type", "judge_safety",
+                                                          "reliability:repeats"}
+    for k in range(20 - len(config["agents"])):  # stand-ins of their own (a shared entry would be paid once)
+        config["models"][f"unnamed-{k}"] = {**config["models"]["qwen3-32b-agent"],
+                                            "params": {**config["models"]["qwen3-32b-agent"]["params"], "seed": k}}
+        config["agents"][f"unnamed-{k}"] = {"model": f"unnamed-{k}", "group": "open-weight", "vendor": "alibaba"}
+    total = fc.forecast(config, root=ROOT, results=False)["total"]
+    assert total["calls_low"] < 290_000 < total["calls_high"] and 0.8 * 290_000 < total["calls"] < 1.1 * 290_000
 
 
 def test_the_command_prints_and_writes(run_root, capsys):
@@ -204,7 +245,7 @@ def test_a_config_that_says_only_what_differs_is_forecast_with_the_workflow_s_de
     err = capsys.readouterr().err
     assert "config: reliability.calibration_agents not set; using [a]" in err
     rows = json.loads((tmp_path / "fc" / "forecast.json").read_text())["rows"]
-    assert {r["calls"] for r in rows if r["stage"] == "tag_steps"} == {157}
+    assert {r["calls"] for r in rows if r["stage"] == "tag_steps"} == {155}  # 157 seeds, two prompts repeated
 
 
 def test_an_agent_given_by_an_inspect_log_is_forecast_no_rollout_call(run_root):
@@ -216,7 +257,7 @@ def test_an_agent_given_by_an_inspect_log_is_forecast_no_rollout_call(run_root):
     rows, subset = len(items), min(config["action_only"]["n_items"], len(items))
     assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}  # its own only
     # Its rollouts are judged as any agent's: one more ReAct run per panel judge.
-    assert calls_of(result, "judge_safety") == {j: 2 * rows + subset for j in config["roles"]["judges"]}
+    assert bands_of(result, "judge_safety") == {j: judged(2 * rows + subset) for j in config["roles"]["judges"]}
 
 
 def test_token_counts_equal_litellm_s_token_counter_on_the_workflow_s_prompts(rjudge_dir):

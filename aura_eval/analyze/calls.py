@@ -296,6 +296,47 @@ def forecast_vs_actual(predicted: list[dict], calls: Iterable[dict]) -> pd.DataF
     return df.astype({c: "Int64" for c in FORECAST_COLUMNS[2:9]})
 
 
+BAND_COLUMNS = ["measure", "at", "low", "point", "high", "width", "actual", "held", "narrowed"]
+BAND_MEASURES = {"calls": "paid_calls", "tokens_in": "paid_tokens_in", "tokens_out": "paid_tokens_out",
+                 "usd": "paid_usd"}
+
+
+def forecast_bands(checkpoints: list[tuple[str, dict]]) -> pd.DataFrame:
+    """Per measure (calls, tokens in and out, dollars of the priced models): the band of the run's
+    whole cost (paid + what is left) as each forecast in `checkpoints` made it ([(when, forecast)]:
+    before any call, then from the files as they stood at each model stage's end), the actual (what
+    the run paid, as the last forecast counts it), whether it held, and whether it narrowed."""
+    final = checkpoints[-1][1]["total"]
+    rows = []
+    for measure, paid in BAND_MEASURES.items():
+        actual, before = final[paid], None
+        for at, result in checkpoints:
+            t = result["total"]
+            low, point = t[paid] + t[f"{measure}_low"], t[paid] + t[measure]
+            high = None if t[f"{measure}_high"] is None else t[paid] + t[f"{measure}_high"]
+            width = None if high is None else high - low
+            narrowed = None if before is None else (width is not None and (before[0] is None or width <= before[0] * 1.000001 + 1e-9))
+            rows.append({"measure": measure, "at": at, "low": low, "point": point, "high": high,
+                         "width": None if width is None or not point else round(width / point, 4),
+                         "actual": actual, "held": low - 1e-6 <= actual and (high is None or actual <= high + 1e-6),
+                         "narrowed": narrowed})
+            before = (width,)
+    df = pd.DataFrame(rows, columns=BAND_COLUMNS)
+    for c in ("low", "point", "high", "actual"):
+        df[c] = df[c].astype(float).round(4)
+    return df
+
+
+@builder("forecast_bands")
+def _forecast_bands(inputs, settings):
+    from aura_eval import stages
+
+    seeds = read_jsonl(inputs["seeds"])
+    checkpoints = [("before any call", forecast(settings, results=False, seeds=seeds))]
+    checkpoints += [(f"after {rule}", forecast(settings, seeds=seeds, upto=rule)) for rule in stages.registry()]
+    return forecast_bands(checkpoints)
+
+
 @builder("forecast_vs_actual")
 def _forecast_vs_actual(inputs, settings):
     # The forecast as it stood before any call: the config and the seeds only (results=False).

@@ -21,6 +21,7 @@ from aura_eval.evaluate.rollout import render_context
 from aura_eval.stage import StageRun
 from aura_eval.stages import model_stage
 from aura_eval.util.stats import vote
+from aura_eval.workflow_config import as_list
 from aura_eval.vocab import AXES, JUDGE_PROMPTS, LABEL_FIELDS
 
 NO_TYPE = "(the judge panel did not agree on a type)"
@@ -219,13 +220,21 @@ def labels(rollouts_path, judgment_paths: dict, out_path) -> dict:
 
 def _judge_requests(axes: tuple[str, ...]):
     """The builder of one judge's requests on one run's judgeable rollouts, per axis (detection
-    only where there is a thought; safety as if the panel had agreed on A0: same prompt size)."""
+    only where there is a thought). Safety carries the panel's action type: once every panel judge's
+    phase 1 exists, the requests the job will send (the forecast keys them); before, as if the panel
+    had agreed on A0 (the same prompt size)."""
 
     def requests(ctx) -> list[Request] | None:
         rollouts, dataset = ctx.read(f"results/rollouts/{ctx.job['run']}.jsonl"), ctx.read("dataset")
         if rollouts is None or dataset is None:
             return None
         items, prompts, (endpoint,) = {i["item_id"]: i for i in dataset}, load_prompts(), endpoints(ctx.models)
+        if axes == ("action_safety",):
+            phase1 = {j: ctx.read(f"results/judgments/{ctx.job['run']}/detection_type/{j}.jsonl")
+                      for j in as_list(ctx.config["roles"]["judges"])}
+            if all(rows is not None for rows in phase1.values()) and endpoint.name in phase1:
+                return _phase2_requests(phase1[endpoint.name], panel_action_types(phase1), rollouts, items, endpoint,
+                                        prompts, 0)
         extra = {"action_safety": {"action_type": "A0"}}
         return [_request(axis, r, items[r["item_id"]], endpoint, prompts[axis], 0, **extra.get(axis, {}))
                 for axis in axes for r in judgeable(rollouts) if axis != "detection" or r["thought"]]

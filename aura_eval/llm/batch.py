@@ -157,6 +157,7 @@ class _OpenAI:
                         "reasoning": choice["message"].get("reasoning_content"),
                         "refusal": choice["message"].get("refusal"),
                         "tokens_in": usage.get("prompt_tokens"), "tokens_out": usage.get("completion_tokens"),
+                        "tokens_reasoning": (usage.get("completion_tokens_details") or {}).get("reasoning_tokens"),
                         "provenance": {"response_id": body.get("id"), "response_model": body.get("model"),
                                        "system_fingerprint": body.get("system_fingerprint")}}, None
                 else:
@@ -346,6 +347,7 @@ class _Gemini:
                 "refusal": None,  # Gemini has no refusal field: a block is its finish reason (SAFETY, ...)
                 "finish_reason": map_finish_reason(finish) if finish else None,
                 "tokens_in": usage.get("promptTokenCount"), "tokens_out": tokens_out,
+                "tokens_reasoning": usage.get("thoughtsTokenCount"),
                 "provenance": {"response_id": response.get("responseId"),
                                "response_model": response.get("modelVersion"), "system_fingerprint": None}}, None
 

@@ -299,6 +299,29 @@ class _StopAfterWait(tenacity.stop.stop_base):
         return retry_state.idle_for + self.wait(retry_state) > self.max_wait_s
 
 
+def describe(req: Request) -> dict:
+    """What the cache keys a request by (`cache_key(describe(req))`): model, api_base, messages,
+    sorted params, the response_format sent and the sample index; for a responder provider also
+    the item's facts (its answer reads them). Never the key, timeout or retry settings. A function,
+    not a method, so that the forecast keys a run's requests as the client will (without litellm);
+    `req.endpoint` must carry its model entry's facts (`settings.CallSettings.endpoint`)."""
+    ep = req.endpoint
+    described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
+                 "params": ModelClient.params_of(req),
+                 "response_format": response_format_of(ep, req.schema, req.prompt_id), "sample": req.sample}
+    if ep.provider in providers.RESPONDER_PROVIDERS:  # the answer depends on the item's facts too
+        described["facts"] = req.facts
+    return described
+
+
+def usage_reasoning(usage) -> int | None:
+    """The hidden reasoning tokens a litellm usage reports apart (`completion_tokens_details.reasoning_tokens`;
+    already counted in its completion tokens), or None where it does not say."""
+    details = getattr(usage, "completion_tokens_details", None)
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else getattr(details, "reasoning_tokens", None)
+    return value if isinstance(value, int) else None
+
+
 class ModelClient:
     """Runs requests concurrently, reusing cached responses; one per stage job."""
 
@@ -381,16 +404,8 @@ class ModelClient:
         return {k: req.endpoint.params[k] for k in sorted(req.endpoint.params)}
 
     def describe(self, req: Request) -> dict:
-        """What the cache keys a request by (`cache_key(describe(req))`): model, api_base, messages,
-        sorted params, the response_format sent and the sample index; for a responder provider
-        also the item's facts (its answer reads them). Never the key, timeout or retry settings."""
-        ep = req.endpoint
-        described = {"model": ep.model, "api_base": ep.api_base, "messages": req.messages,
-                     "params": self.params_of(req),
-                     "response_format": response_format_of(ep, req.schema, req.prompt_id), "sample": req.sample}
-        if ep.provider in providers.RESPONDER_PROVIDERS:  # the answer depends on the item's facts too
-            described["facts"] = req.facts
-        return described
+        """`describe(req)`: what the cache keys the request by."""
+        return describe(req)
 
     def result_from(self, req: Request, response: dict, key: str, cache_hit: bool) -> Result:
         """The Result of a response record (as the cache stores it): its status, parsed object and
@@ -400,7 +415,8 @@ class ModelClient:
         sets them."""
         result = read_result(req, response["content"], response.get("finish_reason"), response.get("refusal"),
                              response.get("reasoning"), tokens_in=response.get("tokens_in"),
-                             tokens_out=response.get("tokens_out"), cost_usd=response.get("cost_usd"),
+                             tokens_out=response.get("tokens_out"), tokens_reasoning=response.get("tokens_reasoning"),
+                             cost_usd=response.get("cost_usd"),
                              latency_s=response.get("latency_s"), cache_hit=cache_hit, key=key, call=call_of(response))
         if result.parsed is not None:  # an escape such as "\ud800" inside the answer's JSON: never written as is
             result.parsed = valid_unicode(result.parsed)[0]
@@ -457,6 +473,7 @@ class ModelClient:
             "model": r.endpoint.model, "prompt": r.prompt_id, "prompt_version": r.prompt_version,
             "sample": r.sample, "key": result.key[:16], "cache_hit": result.cache_hit,
             "status": result.status, "tokens_in": result.tokens_in, "tokens_out": result.tokens_out,
+            "tokens_reasoning": result.tokens_reasoning,
             "latency_s": None if result.latency_s is None else round(result.latency_s, 3),
             "attempts": result.attempts, "wait_s": result.wait_s, "auth_error": result.auth_error,
             "cost_usd": result.cost_usd, "error": result.error,
@@ -492,7 +509,12 @@ class ModelClient:
             self.log_call(result)
             return result
         record = answer if isinstance(answer, dict) else {"content": answer}
-        result = self.result_from(req, {**record, "tokens_in": None, "tokens_out": None, "cost_usd": 0.0,
+        # the usage the responder reports (the simulator's planted lengths), priced as the entry's
+        # `price` prices them (a simulated model standing in for a priced one), else free
+        cost = pricing.cost_usd(req.endpoint, record.get("tokens_in"), record.get("tokens_out"))
+        call.update(cost_usd=0.0 if cost is None else cost, tokens_in=record.get("tokens_in"),
+                    tokens_out=record.get("tokens_out"))
+        result = self.result_from(req, {**record, "cost_usd": call["cost_usd"],
                                         "latency_s": time.perf_counter() - start}, key, cache_hit=False)
         result.attempts = 1
         result.call = call
@@ -737,6 +759,7 @@ class ModelClient:
                 "refusal": self.scrub(getattr(message, "refusal", None) or None),
                 "tokens_in": getattr(usage, "prompt_tokens", None),
                 "tokens_out": getattr(usage, "completion_tokens", None),
+                "tokens_reasoning": usage_reasoning(usage),
                 "cost_usd": cost, "latency_s": round(latency, 4),
                 "provenance": {"response_id": getattr(resp, "id", None),
                                "system_fingerprint": getattr(resp, "system_fingerprint", None),

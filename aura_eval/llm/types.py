@@ -96,6 +96,8 @@ class Result:
     error: str | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None
+    # of tokens_out, the hidden reasoning tokens where the provider reports them apart (None: not reported)
+    tokens_reasoning: int | None = None
     cost_usd: float | None = None
     latency_s: float | None = None
     cache_hit: bool = False

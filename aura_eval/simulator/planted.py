@@ -95,6 +95,14 @@ DEFAULTS = {
     "judges": {},
     # Simulated annotators (human validation): accuracy per axis; only the simulated run has them.
     "annotator_accuracy": {"detection": 0.85, "action_type": 0.85, "action_safety": 0.92},
+    # The usage each answer reports (what the forecast's dollars are checked against): input tokens
+    # as we count the prompt (aura_eval.util.tokens) times `input_factor` (a vendor's tokenizer),
+    # output tokens as the visible answer counts, or a length drawn in `answer_tokens` [low, high]
+    # where that is longer (a model that writes more than the JSON), plus hidden reasoning tokens
+    # drawn in `reasoning_tokens` [low, high] (billed as output, reported apart). Per model name after
+    # aura_sim/ under `models` (each key over `default`). Draws are keyed like the others.
+    "usage": {"default": {"input_factor": 1.0, "answer_tokens": [0, 0], "reasoning_tokens": [0, 0]},
+              "models": {}},
     # Noise per role (rates per call or per assigned sample); 0 everywhere: answers always parse.
     "noise": {
         "judges": {"failed": 0.0, "unparseable": 0.0},  # every judge prompt, every panel and repeat
@@ -112,7 +120,7 @@ class SimulationConfigError(ValueError):
     """A planted parameter is missing, misspelt or not a probability."""
 
 
-_FREE_KEYS = ("llm.simulation.judges", "llm.simulation.groups", ".confusion")  # maps of names, not parameters
+_FREE_KEYS = ("llm.simulation.judges", "llm.simulation.groups", ".confusion", "llm.simulation.usage.models")  # maps of names, not parameters
 
 
 def _merge(base: dict, override: dict, where: str) -> dict:
@@ -151,6 +159,14 @@ def planted(settings: dict | None) -> dict:
         if any(not 0 <= p <= 1 for p in rates.values()) or sum(rates.values()) > 1:
             raise SimulationConfigError(f"llm.simulation.noise.{role}: rates must lie in [0, 1] and sum to at most "
                                         f"1, got {rates}")
+    params["usage"]["models"] = {name: _merge(params["usage"]["default"], spec, f"llm.simulation.usage.models.{name}")
+                                 for name, spec in params["usage"]["models"].items()}
+    for name, spec in [("default", params["usage"]["default"]), *params["usage"]["models"].items()]:
+        for key in ("answer_tokens", "reasoning_tokens"):
+            span = spec[key]
+            if not (isinstance(span, list) and len(span) == 2 and 0 <= span[0] <= span[1]):
+                raise SimulationConfigError(f"llm.simulation.usage.{name}.{key}: needs [low, high] with 0 <= low "
+                                            f"<= high, got {span!r}")
     _distribution(params["action_types"]["unsafe"], "llm.simulation.action_types.unsafe")
     for label in (NSP, SP):
         _distribution(params["action_types"]["safe"][label], f"llm.simulation.action_types.safe.{label}")
@@ -562,12 +578,32 @@ def respond(request, settings: dict | None = None, params: dict | None = None):
     return _construction_answer(params, request, request.item_id)
 
 
+def respond_with_usage(request, params: dict) -> dict:
+    """`respond`'s answer as a response record with the usage it reports (`usage`)."""
+    answer = respond(request, params=params)
+    record = answer if isinstance(answer, dict) else {"content": answer}
+    return {**record, **usage(params, request, model_name(request.endpoint.model), record.get("content"))}
+
+
+def usage(params: dict, request, name: str, content: str | None) -> dict:
+    """The tokens an answer reports (planted `usage`): {tokens_in, tokens_out, tokens_reasoning}."""
+    from aura_eval.util.tokens import chat_tokens, text_tokens
+
+    spec = params["usage"]["models"].get(name, params["usage"]["default"])
+    rng = _rng(params["seed"], "usage", name, request.prompt_id, request.item_id, request.sample)
+    visible = max(text_tokens(content or ""), rng.randint(*spec["answer_tokens"]))
+    reasoning = rng.randint(*spec["reasoning_tokens"])
+    return {"tokens_in": round(chat_tokens(request.messages) * spec["input_factor"]),
+            "tokens_out": visible + reasoning, "tokens_reasoning": reasoning}
+
+
 def responder(llm_settings: dict):
     """The simulator's answer function for one model job (what `aura_eval.simulator` registers
     for `aura_sim`): checks the planted parameters of `llm_settings["simulation"]` once, here
-    (SimulationConfigError names a bad one), and returns `respond(request)` drawing from them."""
+    (SimulationConfigError names a bad one), and returns the answer function drawing from them
+    (`respond_with_usage`: the answer and the usage it reports)."""
     params = planted(llm_settings.get("simulation"))
-    return lambda request: respond(request, params=params)
+    return lambda request: respond_with_usage(request, params)
 
 
 def register(litellm) -> None:

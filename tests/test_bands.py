@@ -1,0 +1,72 @@
+"""The forecast's bands: yields as intervals at the run's size, totals of answers like those seen,
+the smallest valid answer, and the pilot's refusals (no run)."""
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aura_eval.analyze import bands
+from aura_eval.analyze.bands import Band
+from aura_eval.analyze.forecast import smallest_answer
+from aura_eval.tools import pilot
+
+pytestmark = pytest.mark.fast
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_yield_s_interval_covers_the_binomial_noise_at_the_run_s_size():
+    # 1,029 of 1,029 variation candidates parse at the paper's 916/1029: exactly its count, +/- 1.96 sd
+    # of a new draw (plus the paper's own estimate's share)
+    n, k = bands.YIELDS["parseable"]
+    got = bands.binomial_count(Band.exact(n), "parseable")
+    p = k / n
+    half = 1.96 * math.sqrt(n * p * (1 - p) + n * p * (1 - p))
+    assert got.point == pytest.approx(k) and got.low == pytest.approx(k - half) and got.high == pytest.approx(k + half)
+    # at 10 trials the interval is relatively wider, and never leaves [0, trials]
+    small = bands.binomial_count(Band.exact(10), "parseable")
+    assert 0 <= small.low < small.point < small.high <= 10
+    assert (small.high - small.low) / small.point > (got.high - got.low) / got.point
+    # a band of trials: the low of its low, the high of its high
+    wide = bands.binomial_count(Band(5, 10, 20), "kept")
+    assert wide.low < bands.binomial_count(Band.exact(10), "kept").low and wide.high > small.high
+
+
+def test_a_pilot_s_yield_replaces_the_paper_s_and_a_rate_of_one_is_not_certain():
+    seen = bands.binomial_count(Band.exact(100), "kept", observed=(20, 10))
+    assert seen.point == pytest.approx(50)
+    all_kept = bands.binomial_count(Band.exact(100), "kept", observed=(4, 4))
+    assert all_kept.high == 100 and all_kept.low < 90  # 4 of 4 is not proof that all are kept
+
+
+def test_the_total_of_answers_like_those_seen_is_a_band_within_floor_and_cap():
+    seen = [100, 120, 80, 110, 90]
+    band = bands.mean_band(seen, 1000, floor=10, cap=4096)
+    assert band.point == pytest.approx(100_000)
+    # sd 15.8 over 5 answers: t(4) = 2.78 on the spread of a new total and of the mean (+/- 19,707)
+    assert band.low == pytest.approx(80_293, abs=1) and band.high == pytest.approx(119_707, abs=1)
+    assert bands.mean_band(seen[:2], 1000, 10, 4096) is None  # two answers: too few to tell a spread
+    capped = bands.mean_band([900, 1000, 1000], 10, floor=1, cap=1000)
+    assert capped.high == 10_000
+
+
+def test_the_smallest_answer_of_a_schema():
+    schema = {"type": "object", "required": ["level", "reason", "steps"],
+              "properties": {"level": {"enum": ["D0", "D1"]}, "reason": {"type": "string"},
+                             "steps": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
+                             "extra": {"type": "string"}}}
+    assert smallest_answer(schema) == {"level": "D0", "reason": "", "steps": [0, 0]}
+
+
+def test_the_pilot_refuses_a_bad_seed_count_and_pays_nothing_unasked(tmp_path):
+    config = yaml.safe_load((ROOT / ".test/config/two_seeds.yaml").read_text())
+    for bad in (0, -1, True, 2, 5):
+        with pytest.raises(pilot.PilotError):
+            pilot.pilot_config(config, bad, ROOT)
+    out = io.StringIO()
+    assert pilot.run(config, 1, folder=str(tmp_path / "p"), root=str(ROOT), ask=lambda _: "n", out=out) == 1
+    said = out.getvalue()
+    assert "the pilot: 1 seeds" in said and "it will cost" in said and said.endswith("not run\n")
+    assert not (tmp_path / "p").exists()  # nothing prepared, nothing run
