@@ -325,3 +325,36 @@ def test_a_run_with_failed_calls_keeps_going_and_its_end_counts_them(stub, tmp_p
            "of the same command sends only the failed calls" in proc.stderr, proc.stderr[-3000:]
     recorded = yaml.safe_load((work / "results/run/config.yaml").read_text())
     assert recorded["models"]["tagger"]["model"] == "openai/stub-fails"  # the run's config, recorded at its start
+
+
+@pytest.mark.e2e  # litellm's import and a request per entry: beside the path's other emulator test
+def test_the_preflight_names_a_model_id_each_provider_does_not_know():
+    """Each provider of config/paper.yaml answers `unknown model` the way it does (OpenAI's 404, Anthropic's
+    not_found_error, Gemini's NOT_FOUND, OpenRouter's 400, ...): the preflight names it for every entry."""
+    from aura_eval.tools import preflight as pf
+    from aura_eval.workflow_config import complete_config
+    from tests.emulators import EMULATORS
+    from tests.emulators.base import UNKNOWN_MODEL
+    from tests.test_provider_dialects import KEY_ENV, EMULATOR_CRED, emulated_config
+
+    emulators = {name: cls() for name, cls in EMULATORS.items()}
+    for emulator in emulators.values():
+        emulator.__enter__()
+        emulator.state.default = UNKNOWN_MODEL
+    old = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = EMULATOR_CRED
+    try:
+        config, _ = complete_config(emulated_config(yaml.safe_load(PAPER.read_text()),
+                                                    {name: e.api_base for name, e in emulators.items()}))
+        checks = pf.run(config)
+        assert checks and all(not c.ok and "unknown model" in c.text for c in checks), \
+            [(c.name, c.text) for c in checks if c.ok or "unknown model" not in c.text]
+        assert {c.model.split("/", 1)[0] for c in checks} == {"openai", "anthropic", "gemini", "deepseek",
+                                                             "openrouter", "hosted_vllm"}
+    finally:
+        if old is None:
+            os.environ.pop(KEY_ENV, None)
+        else:
+            os.environ[KEY_ENV] = old
+        for emulator in emulators.values():
+            emulator.__exit__()

@@ -23,9 +23,10 @@ EVERY = 6  # every 6th request of each emulator gets the next of its provider's 
 WAIT_S = 1.0  # the wait each error asks for, where its provider asks for one
 BACKOFF_S = 0.25  # our own backoff where the provider asks for none
 ANSWER_LATENCY_S = 0.25  # per asked wait: how long an answer may take to reach the client on a loaded machine
-# Agents on the dialects the judges do not speak (each agent adds 8 jobs, ~6 s of CPU each for
-# litellm's import): OpenAI and Anthropic answer every run as panel judges, and construction; DeepSeek
-# answers as the replacement judge of the vendor swap (for the Gemini agent, whose vendor judges).
+# Three agents, on Gemini, OpenRouter and vLLM (each agent adds 8 jobs,
+# ~6 s of CPU each for litellm's import): OpenAI, Anthropic and Gemini answer every run as panel judges,
+# OpenAI, Anthropic and OpenRouter in construction; DeepSeek answers as the replacement judge of the
+# vendor swap (for the Gemini agent, whose vendor judges).
 AGENTS = ["gemini-3.1-pro", "qwen3-32b", "realsafe-r1-32b"]
 
 

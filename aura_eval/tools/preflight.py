@@ -39,6 +39,8 @@ MESSAGES = [{"role": "user", "content": QUESTION}]
 # Words of a refused connection that litellm reports as another error (hosted_vllm: InternalServerError).
 UNREACHABLE_WORDS = ("connection refused", "connecterror", "connection error", "failed to establish",
                      "name or service not known", "temporary failure in name resolution")
+# Words of an unknown model that litellm reports as another error than NotFoundError (OpenRouter: a 400).
+UNKNOWN_MODEL_WORDS = ("model not found", "does not exist", "not a valid model id")
 # Words in a provider's refusal that point at the response_format (OpenAI, Anthropic, Gemini, vLLM).
 STRUCTURED_WORDS = ("response_format", "json_schema", "response_schema", "responseschema", "structured output",
                     "responsemimetype", "guided_json")
@@ -89,7 +91,8 @@ def _classify(err: Exception, variable: str | None, api_base: str | None, secret
     key = f"the key in {variable}" if variable else "the key"
     if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)) or "api key not valid" in lowered:
         return f"key refused ({message}); fix: put a valid key for this provider in {variable or 'the key variable'}"
-    if isinstance(err, openai.NotFoundError) or "model not found" in lowered or "does not exist" in lowered:
+    # OpenRouter answers an unknown model with a 400 saying it "is not a valid model ID"
+    if isinstance(err, openai.NotFoundError) or any(w in lowered for w in UNKNOWN_MODEL_WORDS):
         return f"unknown model ({message}); fix: correct the entry's model string (litellm's provider/name)"
     if isinstance(err, openai.APIConnectionError) or any(w in lowered for w in UNREACHABLE_WORDS):  # or a timeout
         where = api_base or "the provider's default address"
