@@ -12,7 +12,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # The container image (Dockerfile) that profiles/kubernetes names; needs a Docker engine.
 IMAGE ?= aura-eval:latest
 
-.PHONY: venv image browser slurm reproduce simulate pack forecast preflight test test-fast test-e2e test-slurm lint bench clean
+.PHONY: venv image browser slurm reproduce simulate pack forecast status pilot preflight test test-fast test-e2e test-slurm lint bench clean
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,17 @@ pack: venv
 # (from the config, and from results/ where intermediate files exist); also results/forecast/forecast.{csv,json}.
 forecast: venv
 	$(BIN)/python -m aura_eval forecast $(CONFIG_FLAG)
+
+# A run while it goes (reads only): per stage x model the answers paid and their dollars, what is left as
+# a band, the rate of the last ten minutes and the time left at it.
+status: venv
+	$(BIN)/python -m aura_eval status $(CONFIG_FLAG)
+
+# The whole workflow on PILOT_SEEDS of the run's seeds in pilot/ (against the run's own cache, so the full
+# run pays none of it again), after saying what it costs and asking; then the full run's forecast from it.
+PILOT_SEEDS ?= 2
+pilot: venv
+	$(BIN)/python -m aura_eval pilot --seeds $(PILOT_SEEDS) $(CONFIG_FLAG)
 
 # One tiny request per model entry in use (and a look at the batch API where `batch: true`): OK, or
 # what is wrong and how to fix it; exits non-zero on any problem. Costs cents (the forecast says how much).

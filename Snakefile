@@ -56,6 +56,11 @@ onstart:
                 print(note, file=sys.stderr)
     except (ConfigError, CacheLocationError, CacheError) as err:
         raise WorkflowError(str(err)) from None
+    # A budget: what the run may still pay (the forecast's band and ceiling) against it, before any call.
+    if config["llm"].get("budget_usd") is not None and not config["llm"].get("replay"):
+        from aura_eval.analyze.forecast import budget_at_start
+
+        print(budget_at_start(config), file=sys.stderr)
     # The config recorded with the results (results/run/config.yaml): what `make pack` packs and
     # `make forecast` forecasts when told no config, and what they compare a config they are told with.
     run_config.record(config, RUN_CONFIGFILES)

@@ -6,6 +6,8 @@
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml [more.yaml ...]] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
     python -m aura_eval forecast [--configfile config/config.yaml [more.yaml ...]] [--root .] [--out results/forecast] [--no-results]
+    python -m aura_eval pilot --seeds N [--configfile ...] [--dir pilot] [--yes] [--cores 2]
+    python -m aura_eval status [--configfile config/config.yaml [more.yaml ...]] [--root .]
     python -m aura_eval preflight [--configfile config/config.yaml [more.yaml ...]]
 
 `--configfile` takes several files, as Snakemake does (`--configfile A B`, or the flag repeated):
@@ -69,6 +71,18 @@ def main(argv=None) -> int:
     forecast.add_argument("--root", default=".", help="the working directory of the run (its results/, raw data)")
     forecast.add_argument("--out", default="results/forecast", help="where forecast.csv and forecast.json go")
     forecast.add_argument("--no-results", action="store_true", help="read no intermediate file: the config only")
+    pilot = commands.add_parser("pilot", help="the whole workflow on a few of the run's seeds (its own folder, the "
+                                              "run's cache), then the full run's forecast from what it saw")
+    _configfile_option(pilot)
+    pilot.add_argument("--seeds", required=True, help="how many seeds the pilot runs (fewer than the run's)")
+    pilot.add_argument("--dir", default="pilot", help="the pilot's working directory (default pilot/)")
+    pilot.add_argument("--yes", action="store_true", help="pay without asking")
+    pilot.add_argument("--cores", type=int, default=2, help="Snakemake's --cores for the pilot's run")
+    pilot.add_argument("--root", default=".", help="the checkout (its Snakefile, prompts, data)")
+    status = commands.add_parser("status", help="a run while it goes: answers paid, dollars, what is left (a band), "
+                                                "the rate and the time left (reads only)")
+    _configfile_option(status)
+    status.add_argument("--root", default=".", help="the working directory of the run")
     preflight = commands.add_parser("preflight", help="one tiny request per model entry in use: OK, or what is "
                                                       "wrong and how to fix it (exit 1 on any problem)")
     _configfile_option(preflight)
@@ -76,11 +90,11 @@ def main(argv=None) -> int:
     told = getattr(args, "configfile", None)  # pack and forecast: none told, the config recorded with the results
     if hasattr(args, "configfile") and args.command != "pack":
         args.configfile = args.configfile or [DEFAULT_CONFIGFILE]
-    if args.command in ("forecast", "preflight"):
+    if args.command in ("forecast", "preflight", "status", "pilot"):
         from aura_eval import run_config
         from aura_eval.workflow_config import ConfigError, complete_config, load_configs
 
-        recorded = run_config.recorded_config(args.root) if args.command == "forecast" else None
+        recorded = run_config.recorded_config(args.root) if args.command in ("forecast", "status") else None
         try:
             # The files' values as the workflow sees them: merged, the defaults of what they leave out filled in.
             if recorded is not None and not told:
@@ -103,6 +117,23 @@ def main(argv=None) -> int:
             return 0 if all(c.ok for c in checks) else 1
         from aura_eval.analyze import forecast as fc
 
+        if args.command == "status":
+            sys.stdout.write(fc.status_text(fc.forecast(config, root=args.root)))
+            return 0
+        if args.command == "pilot":
+            from aura_eval.tools.pilot import PilotError, run as run_pilot
+
+            try:
+                seeds = int(args.seeds)
+            except ValueError:
+                print(f"error: --seeds must be a whole number of seeds, at least 1 (got {args.seeds!r})",
+                      file=sys.stderr)
+                return 1
+            try:
+                return run_pilot(config, seeds, folder=args.dir, root=args.root, yes=args.yes, cores=args.cores)
+            except PilotError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 1
         result = fc.forecast(config, root=args.root, results=not args.no_results)
         sys.stdout.write(fc.text(result))
         requests, usd, unpriced = pf.estimate(config)

@@ -322,7 +322,8 @@ EXTENSIONS = {"cells": "cells.json"}  # a format's file extension where it is no
 @dataclass(frozen=True)
 class Artefact:
     """A table or figure of the report: its own job, reading only `inputs` (names from FILES,
-    FILE_LISTS or PROMPT_INPUTS) and, where `config` names top-level config keys, only those values."""
+    FILE_LISTS or PROMPT_INPUTS) and, where `config` names config keys (top-level, or `section.key`:
+    that one entry of a section, under its section), only those values."""
 
     name: str
     module: str  # where its builder is registered (see `builder`)
@@ -364,6 +365,14 @@ TABLES = dict([
            "the answers' cost and this run's spend); dollars are empty where the model is unpriced",
            config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
            not_items="it counts model requests, tokens and dollars; each request is a row of the call logs under "
+                     "results/calls/"),
+    _table("forecast_bands", "analyze.calls", ["seeds", "calls"],
+           "The cost band: per measure, the run's whole cost (paid plus what is left, `python -m aura_eval "
+           "forecast`) as a band (low, point, high) made before any call and again from the files as they stood "
+           "at each model stage's end, beside what the run paid; whether each band held the actual and narrowed; "
+           "dollars over the priced models",
+           config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
+           not_items="it sums model answers, tokens and dollars; each answer is a row of the call logs under "
                      "results/calls/"),
     _table("construction_funnel", "analyze.construction", ["funnel"],
            "Rows left after each construction stage, beside the paper's counts",
@@ -445,11 +454,18 @@ TABLES = dict([
            "Table 28: a retained and a rejected pair candidate of the P9 review, with every reviewer's vote"),
     _table("table34_case_study", "analyze.examples", ["dataset", "react_rollouts", "react_labels"],
            "Table 34: one scenario's original and variation, every model's thought, action and labels",
-           config=("report",)),
+           config=("report.case_study",)),
 ])
 
-def _figure(name, inputs, caption, module="analyze.figures"):
-    return _table(name, module, inputs, caption, formats=("png", "svg"))
+def _figure(name, inputs, caption, module="analyze.figures", formats=("png", "svg"), **kw):
+    return _table(name, module, inputs, caption, formats=formats, **kw)
+
+
+# Figure 2, the running example: drawn from one record's files, with a JSON sidecar listing what it shows
+# (aura_eval.analyze.running_example); the report and the audit index embed its SVG inline, every part
+# linked to the audit page of the item that holds it.
+RUNNING_EXAMPLE = "fig2_running_example"
+INLINE_SVG_FIGURES = (RUNNING_EXAMPLE,)
 
 
 FIGURES = dict([
@@ -458,6 +474,11 @@ FIGURES = dict([
             "seed-clustered 95% interval", module="report.headline"),
     _figure("fig1_construction_pipeline", ["seeds", "funnel"],
             "Figure 1: the construction pipeline with this run's count after every step", module="analyze.pipeline_figure"),
+    _figure(RUNNING_EXAMPLE, ["seeds", "tags", "prefixes", "dataset", "react_rollouts", "react_labels", "taxonomy"],
+            "Figure 2: the running example, one record of this run: its instruction and steps with the risk trigger "
+            "and execution point, its two prefixes, a variation, its No-Safe-Path and Safe-Path versions and one "
+            "model's continuation with the panel's labels", module="analyze.running_example",
+            formats=("png", "svg", "json"), config=("report",)),
     _figure("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
     _figure("fig4_unsafe_by_detection", ["frame"],
             "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),

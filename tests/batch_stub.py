@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from tests.stub_server import LocalServer
 
 TOKENS_IN, TOKENS_OUT = 11, 5  # the usage every answer reports
+REASONING = 2  # of TOKENS_OUT, the hidden reasoning (OpenAI's completion_tokens_details, Gemini's thoughtsTokenCount)
 GEMINI_STATES = {"completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
                  "cancelled": "BATCH_STATE_CANCELLED", "failed": "BATCH_STATE_FAILED"}
 
@@ -197,7 +198,8 @@ class _Handler(BaseHTTPRequestHandler):
                             **({"reasoning_content": state.reasoning} if state.reasoning else {}),
                             **({"refusal": state.refusal} if state.refusal else {})}}],
                         "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT,
-                                  "total_tokens": TOKENS_IN + TOKENS_OUT}}}})
+                                  "total_tokens": TOKENS_IN + TOKENS_OUT,
+                                  "completion_tokens_details": {"reasoning_tokens": REASONING}}}}})
             elif outcome == "failed":
                 errors.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"], "error": None, "response": {
                     "status_code": 400, "request_id": f"req_{i}", "body": {"error": {
@@ -316,8 +318,8 @@ class _Handler(BaseHTTPRequestHandler):
                     answers.append({"response": {
                         "candidates": [{"content": {"role": "model", "parts": [{"text": content}]},
                                         "finishReason": "STOP", "index": 0}],
-                        "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT - 2,
-                                          "thoughtsTokenCount": 2, "totalTokenCount": TOKENS_IN + TOKENS_OUT},
+                        "usageMetadata": {"promptTokenCount": TOKENS_IN, "candidatesTokenCount": TOKENS_OUT - REASONING,
+                                          "thoughtsTokenCount": REASONING, "totalTokenCount": TOKENS_IN + TOKENS_OUT},
                         "modelVersion": batch["model"].removeprefix("models/"), "responseId": f"resp-{key[:12]}"},
                         "metadata": {"key": key}})
                 elif outcome == "failed":

@@ -29,6 +29,7 @@ class StubState:
         self.default = "ok"
         self.content = '{"answer": "yes"}'
         self.responder = None  # (body, headers) -> content; when set, replaces `content`
+        self.usage = None  # (body, answer) -> the reply's `usage` object; when unset, 11 in and 5 out
         self.latency_s = 0.0
         self.slow_s = 3.0
         self.retry_after_s: float | None = None  # a 429 sends Retry-After when set
@@ -153,7 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
         reply = {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "finish_reason": answer.get("finish_reason", "stop"), "message": message}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+            "usage": state.usage(body, answer) if state.usage else {"prompt_tokens": 11, "completion_tokens": 5,
+                                                                      "total_tokens": 16},
         }
         self._send(200, json.dumps(reply).encode())
 

@@ -16,7 +16,7 @@ from aura_eval.llm.batch import batch_cost
 from aura_eval.llm.client import ModelClient
 from aura_eval.workflow_config import ConfigError, check_config
 from tests import timing
-from tests.batch_stub import TOKENS_IN, TOKENS_OUT, BatchStub
+from tests.batch_stub import REASONING, TOKENS_IN, TOKENS_OUT, BatchStub
 
 # every test runs the model client (litellm) against the batch stub
 pytestmark = pytest.mark.suite
@@ -77,6 +77,8 @@ def test_submit_poll_complete_and_replay(batch_stub, settings, provider):
     assert batch_stub.state.retrievals[batch_id] == polls
     assert client.calls_made == 5 and [r.attempts for r in results] == [1] * 5
     assert [(r.tokens_in, r.tokens_out) for r in results] == [(TOKENS_IN, TOKENS_OUT)] * 5
+    # the reasoning tokens apart where the vendor's batch result says them (Anthropic's does not)
+    assert {r.tokens_reasoning for r in results} == {None if provider == "anthropic" else REASONING}
     assert [r.cost_usd for r in results] == [pytest.approx(HALF_PRICE)] * 5
     call = results[0].call
     assert call["params"] == {"max_tokens": 64, "temperature": 0.0} and call["litellm_version"] is None
@@ -329,6 +331,7 @@ def test_gemini_requests_carry_generate_content_params(batch_stub, settings):
     assert batch_stub.state.keys_seen == {"stub-credential-0123456789"}, batch_stub.state.keys_seen
     # The stub reports 3 candidate and 2 thinking tokens: both are billed as output.
     assert (result.tokens_in, result.tokens_out, result.call["response_model"]) == (TOKENS_IN, TOKENS_OUT, "stub-batch")
+    assert result.tokens_reasoning == REASONING
 
 
 def test_gemini_answers_from_a_results_file(batch_stub, settings):

@@ -148,6 +148,11 @@ def test_dollars_unpriced_and_batch_at_half(run_root):
     assert f"{unpriced['calls']:>8,} " in printed and "unpriced" in printed and "judge-3" in printed
     assert result["totals"]["usd"] == pytest.approx(sum(r["usd"] for r in result["rows"] if r["usd"] is not None))
     assert "judge-3" in result["totals"]["unpriced_models"]
+    # The mock's entries set no max_tokens: no bound on their output, so neither on the dollars; never a number
+    # that looks bounded. The unpriced judge's dollars are not in the band, and the text says so.
+    assert result["ceiling"]["usd"] is None and {"judge-1", "judge-2"} <= set(result["ceiling"]["uncapped"])
+    assert result["total"]["usd_high"] is None and gpt4o["usd_high"] is None and gpt4o["tokens_out_high"] is None
+    assert "unbounded (no max_tokens: " in printed and "their dollars are not in the band" in printed
 
 
 def test_wall_time_from_the_rate_limits(run_root):
@@ -277,3 +282,25 @@ def test_token_counts_equal_litellm_s_token_counter_on_the_workflow_s_prompts(rj
     ours = [chat_tokens(p) for p in prompts]
     assert ours == [litellm.token_counter(model="gpt-4o", messages=p) for p in prompts]
     assert len(seeds) == 157 and max(ours) > 1000
+
+
+def test_the_paper_s_cost_band_in_the_readme_and_the_guide_is_the_forecast_s(tmp_path):
+    """The README's and the guide's numbers for config/paper.yaml (and with the judges in batch) are
+    what the forecast prints before any call."""
+    from aura_eval.workflow_config import complete_config, load_configs
+
+    def dollars(value):
+        return f"${value:,.0f}"
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    guide = " ".join((ROOT / "docs/running-the-paper.md").read_text(encoding="utf-8").split())
+    for files, where in ((["config/paper.yaml"], "at standard"), (["config/paper.yaml", "config/paper-batch-judges.yaml"],
+                                                                   "with the")):
+        config = complete_config(load_configs([str(ROOT / f) for f in files]))[0]
+        result = fc.forecast(config, root=ROOT, results=False)
+        t = result["total"]
+        said = f"**{dollars(t['usd'])} (band {dollars(t['usd_low'])} to {dollars(t['usd_high'])})** {where}"
+        assert said in readme and said in guide, said
+        assert f"ceiling {dollars(result['ceiling']['usd'])}" in guide or f"and {dollars(result['ceiling']['usd'])}" in guide
+    t = fc.forecast(complete_config(load_configs([str(ROOT / "config/paper.yaml")]))[0], root=ROOT, results=False)["total"]
+    assert f"{t['calls']:,} calls ({t['calls_low']:,} to {t['calls_high']:,})" in guide

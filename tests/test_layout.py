@@ -20,12 +20,12 @@ FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.sta
         "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
         "evaluate.validation", "evaluate.inspect_task", "evaluate.inspect_log",
-        "analyze", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
+        "analyze", "analyze.bands", "analyze.paid", "analyze.forecast", "analyze.reasons", "analyze.frame", "analyze.behaviour", "analyze.judges",
         "analyze.human", "analyze.construction", "analyze.calls", "analyze.prompt_tables", "analyze.examples",
-        "analyze.figures", "analyze.pipeline_figure",
+        "analyze.figures", "analyze.pipeline_figure", "analyze.running_example",
         "report", "report.paper_numbers", "report.headline", "report.sections", "report.provenance", "report.audit",
         "report.render",
-        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "tools.site_setup", "__main__"]
+        "tools", "tools.check_local_model", "tools.config_doc", "tools.digest", "tools.cache_explain", "tools.cache_repair", "tools.pack", "tools.preflight", "tools.site_setup", "tools.pilot", "__main__"]
 
 
 def _module_name(path: Path) -> str:
@@ -79,6 +79,7 @@ def test_planning_and_analysis_never_import_litellm():
                "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",
                "analyze.calls", "analyze.prompt_tables", "analyze.examples", "analyze.figures", "analyze.pipeline_figure",
+               "analyze.running_example",
                "report.paper_numbers", "report.audit", "report.render", "tools.digest", "tools.cache_explain",
                "tools.cache_repair", "tools.pack", "tools.preflight",
                "__main__"]
@@ -104,7 +105,7 @@ def test_every_registered_table_and_figure_has_its_builder():
     from aura_eval import vocab
 
     names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 33 + 8 and all(callable(vocab.builder_of(name)) for name in names)
+    assert len(names) == 34 + 9 and all(callable(vocab.builder_of(name)) for name in names)
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
         vocab.builder("table99")
 

@@ -332,3 +332,21 @@ def test_a_responder_may_answer_with_a_record_or_fail_the_call(llm_settings, mon
     assert results[1].error == "simulated outage" and results[1].parsed is None
     assert [c["status"] for c in client.calls] == ["truncated", "failed", "refused"]
     assert client.calls[1]["error"] == "simulated outage"
+
+
+def test_hidden_reasoning_tokens_reach_the_call_log_apart_and_the_cache(stub, llm_settings, tmp_path):
+    """OpenAI's usage: reasoning tokens are part of completion_tokens and said apart in
+    completion_tokens_details; the call log keeps both, a cache hit reads them back."""
+    stub.state.usage = lambda body, answer: {"prompt_tokens": 40, "completion_tokens": 700, "total_tokens": 740,
+                                             "completion_tokens_details": {"reasoning_tokens": 640}}
+    client = ModelClient(llm_settings, "t", progress=False)
+    (result,) = client.run(make_requests(stub, 1))
+    assert (result.tokens_in, result.tokens_out, result.tokens_reasoning) == (40, 700, 640)
+    client.write_call_log(tmp_path / "calls.jsonl")
+    (row,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert (row["tokens_out"], row["tokens_reasoning"]) == (700, 640)
+    (hit,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1))
+    assert hit.cache_hit and hit.tokens_reasoning == 640
+    stub.state.usage = None  # a provider that says nothing apart: None, never 0
+    (plain,) = ModelClient(llm_settings, "t", progress=False).run(make_requests(stub, 1, sample=1))
+    assert (plain.tokens_out, plain.tokens_reasoning) == (5, None)

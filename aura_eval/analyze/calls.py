@@ -331,9 +331,11 @@ def forecast_bands(checkpoints: list[tuple[str, dict]]) -> pd.DataFrame:
 def _forecast_bands(inputs, settings):
     from aura_eval import stages
 
-    seeds = read_jsonl(inputs["seeds"])
+    seeds, memo = read_jsonl(inputs["seeds"]), {}  # the files stand still while the table is built: one rendering
     checkpoints = [("before any call", forecast(settings, results=False, seeds=seeds))]
-    checkpoints += [(f"after {rule}", forecast(settings, seeds=seeds, upto=rule)) for rule in stages.registry()]
+    for rule in stages.registry():  # each stage's band cut to the narrowest made before it (forecast.narrowed)
+        earlier = [result["total"] for _, result in checkpoints]
+        checkpoints.append((f"after {rule}", forecast(settings, seeds=seeds, upto=rule, memo=memo, earlier=earlier)))
     return forecast_bands(checkpoints)
 
 

@@ -234,7 +234,7 @@ def _table28(inputs, settings):
                                 read_jsonl(inputs["pair_reviews"]))
 
 
-def _by_item(paths) -> dict[str, dict]:
+def by_item(paths) -> dict[str, dict]:
     """run name (the file's stem) -> item id -> row, in the order of the files (the config's agents)."""
     return {Path(p).stem: {r["item_id"]: r for r in read_jsonl(p)} for p in paths}
 
@@ -243,5 +243,5 @@ def _by_item(paths) -> dict[str, dict]:
 def _table34(inputs, settings):
     spec = settings["report"]["case_study"]
     items = {i["item_id"]: i for i in read_jsonl(inputs["dataset"])}
-    return case_study(items, _by_item(inputs["react_rollouts"]), _by_item(inputs["react_labels"]),
+    return case_study(items, by_item(inputs["react_rollouts"]), by_item(inputs["react_labels"]),
                       spec["dimension"], spec.get("prefix"))

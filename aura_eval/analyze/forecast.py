@@ -279,10 +279,12 @@ def _visible_after(stage_index: int | None, order: list[str]):
 
 
 def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None,
-         cache: PaidAnswers | None = None, upto: str | None = None, yields: dict | None = None) -> _Plan:
+         cache: PaidAnswers | None = None, upto: str | None = None, yields: dict | None = None,
+         memo: dict | None = None) -> _Plan:
     """Per stage x model: what is left and what was paid (see the module doc). `results=False` reads
     no intermediate file and no cache (the forecast before any call); `seeds`: the run's seeds (else
-    selected from `rjudge_dir`); `upto`: as the files stood at that model stage's end."""
+    selected from `rjudge_dir`); `upto`: as the files stood at that model stage's end; `memo`: a dict
+    kept between forecasts of one run's files as they stand (the report's table makes twelve)."""
     root = Path(root)
     order = [s.rule for s in stages.registry().values()]
     file_ok, stage_ok = _visible_after(None if upto is None else order.index(upto), order)
@@ -313,13 +315,28 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
                 if model and providers.provider_of(config["models"][model]["model"]) not in providers.RESPONDER_PROVIDERS:
                     first = shared_runs.setdefault((model, fmt), job["run"])
             ctx = stages.StageInputs(read, job, [{"name": n, **config["models"][n]} for n in names], config)
-            requests = stage.requests(ctx) if stage.requests and (results or stage.rule == "tag_steps") else None
-            if requests is not None:  # (the seeds' tagging prompts need no model call: rendered before any)
+            scope = json.dumps(job, sort_keys=True)
+            phase1 = stage.rule == "judge_safety" and results and _panel_phase1(read, config, job)
+            memo_key = (stage.rule, scope, phase1)  # what it renders, once its inputs exist, stays the same
+            if memo is not None and memo_key in memo:
+                keyed = memo[memo_key]
+            else:
+                requests = stage.requests(ctx) if stage.requests and (results or stage.rule == "tag_steps") else None
+                keyed = None if requests is None else _keyed(requests, call)
+                if memo is not None and keyed is not None:
+                    memo[memo_key] = keyed
+            if keyed is not None:  # (the seeds' tagging prompts need no model call: rendered before any)
                 logged = call_log_answers(root / stage.calls.format(**job)) if done else {}
-                _rendered(p, group, requests, call, cache if use_results else None, done, stage.rule, logged,
-                          scope=json.dumps(job, sort_keys=True))
-                estimates.asked(stage.rule, Band.exact(len(requests) // max(1, len(names))))
-                if stage.rule == "judge_safety" and not _panel_phase1(read, config, job):
+                found = {}
+                if use_results and cache is not None:
+                    found_key = ("found",) + memo_key
+                    found = memo[found_key] if memo is not None and found_key in memo else cache.lookup(
+                        k[2] for k in keyed)
+                    if memo is not None:
+                        memo[found_key] = found
+                _rendered(p, group, keyed, found, done, stage.rule, logged, scope, cached=use_results)
+                estimates.asked(stage.rule, Band.exact(len(keyed) // max(1, len(names))))
+                if stage.rule == "judge_safety" and not phase1:
                     for name in names:
                         p.cell(group, name).keys.add("estimated (the panel's action types are not known yet)")
                 continue
@@ -350,34 +367,51 @@ def _panel_phase1(read, config: dict, job: dict) -> bool:
                for j in jobs.judges(config))
 
 
-def _rendered(p: _Plan, group: str, requests: list, call, cache: PaidAnswers | None, done: bool, rule: str,
-              logged: dict, scope: str = "") -> None:
-    """Key each rendered request; a key planned before is shared, one the cache holds is paid, and so
-    is one its finished job's call log answered (`logged`: an in-process answer is never cached, so
-    a responder's request is shared within its job only, `scope`)."""
-    keyed = []
-    for r in requests:
+EXACT_PER_JOB = 100  # prompts per job counted exactly; the rest at their characters times the ratio these showed
+_SCHEMA_TOKENS: dict[str, int] = {}
+
+
+def _keyed(requests: list, call) -> list[tuple]:
+    """[(endpoint name, provider, cache key, counted input tokens, schema tokens)] of rendered requests.
+    Counting a long prompt takes milliseconds (tiktoken), so past EXACT_PER_JOB a job's prompts are
+    counted from their characters at the ratio its first ones showed (within a few percent)."""
+    out, tokens, chars = [], 0, 0
+    for i, r in enumerate(requests):
         req = dataclasses.replace(r, endpoint=call.endpoint(r.endpoint))
         described = describe(req)
-        keyed.append((req, cache_key(described), described["response_format"]))
-    responder = {i for i, (req, _, _) in enumerate(keyed) if req.endpoint.provider in providers.RESPONDER_PROVIDERS}
-    found = cache.lookup(k for _, k, _ in keyed) if cache is not None else {}
-    for i, (req, key, fmt) in enumerate(keyed):
-        c = p.cell(group, req.endpoint.name)
-        c.counts.add("config" if rule == "tag_steps" and cache is None else "files")
+        size = sum(len(m.get("content") or "") for m in req.messages)
+        if i < EXACT_PER_JOB:
+            counted = count_tokens(req.messages)
+            tokens, chars = tokens + counted, chars + size
+        else:
+            counted = round(size * tokens / max(1, chars))
+        fmt = described["response_format"]
+        text = json.dumps(fmt, sort_keys=True) if fmt else ""
+        if text not in _SCHEMA_TOKENS:
+            _SCHEMA_TOKENS[text] = text_tokens(text) if text else 0
+        out.append((req.endpoint.name, req.endpoint.provider, cache_key(described), counted, _SCHEMA_TOKENS[text]))
+    return out
+
+
+def _rendered(p: _Plan, group: str, keyed: list[tuple], found: dict, done: bool, rule: str, logged: dict,
+              scope: str = "", cached: bool = True) -> None:
+    """Count each keyed request (`_keyed`) once: a key planned before is shared, one the cache holds
+    (`found`) is paid, and so is one its finished job's call log answered (`logged`: an in-process
+    answer is never cached, so a responder's request is shared within its job only, `scope`)."""
+    for name, provider, key, counted, schema in keyed:
+        c = p.cell(group, name)
+        c.counts.add("config" if rule == "tag_steps" and not cached else "files")
         c.keys.add("rendered")
-        seen = f"{scope}|{key}" if i in responder else key
+        seen = f"{scope}|{key}" if provider in providers.RESPONDER_PROVIDERS else key
         if seen in p.seen:
             c.shared += 1
             continue
         p.seen.add(seen)
         p.seen.add(key[:16])
-        counted = count_tokens(req.messages)
         answer = found.get(key) or logged.get(key[:16])
         if answer is not None:
             c.pay(answer, counted)
         elif not done:
-            schema = text_tokens(json.dumps(fmt)) if fmt else 0
             c.calls += Band.exact(1)
             c.counted_in += Band.exact(counted)
             c.schema_in += Band.exact(schema)
@@ -637,10 +671,13 @@ def _learn(p: _Plan, seen: _Plan) -> None:
 
 
 def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None,
-             upto: str | None = None, pilot: str | Path | None = None) -> dict:
+             upto: str | None = None, pilot: str | Path | None = None, memo: dict | None = None,
+             earlier: list[dict] | None = None) -> dict:
     """{"rows": per stage x model (no total row), "total": the bands and paid columns summed, "ceiling",
     "limits" and "wall_s" (the band), "ignored": why results/ was not read, "recent": the rate of the
-    last ten minutes}; see the module doc. `upto`: from the files as they stood at that model stage's end."""
+    last ten minutes}; see the module doc. `upto`: from the files as they stood at that model stage's end.
+    The total's band is `narrowed` by the totals in `earlier` (made at earlier stages' ends); where it is
+    None and results are read, by those at the end of each stage the files show finished."""
     root = Path(root)
     # A caller that gives the seeds is the run itself (the report's tables): its results are its own.
     ignored = results_belong(config, root, run_seeds(config, root)) if results and seeds is None else None
@@ -648,10 +685,11 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
     if ignored:
         results = False
     cache_path = root / config["llm"]["cache"] if results and config.get("llm", {}).get("cache") else None
+    memo = {} if memo is None and results else memo  # shared with the earlier stages' ends below
     seen, yields, pilot_note = _pilot(Path(pilot)) if pilot is not None else (None, {}, None)
     cache = PaidAnswers(cache_path)
     try:
-        p = plan(config, root, results, seeds, cache if results else None, upto, yields)
+        p = plan(config, root, results, seeds, cache if results else None, upto, yields, memo)
     finally:
         cache.close()
     if seen is not None:
@@ -721,7 +759,50 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
            "ignored": ignored, "pilot": pilot_note, "cache": None if cache_path is None else str(config["llm"]["cache"]),
            "cache_problem": cache.problem, "budget_usd": (config.get("llm") or {}).get("budget_usd")}
     out["totals"] = totals(out["rows"])
+    if results and upto is None and earlier is None:  # the CLI: narrow by each finished stage's end
+        earlier = [forecast(config, root, results, seeds, upto=rule, pilot=pilot, memo=memo, earlier=[])["total"]
+                   for rule in finished_stages(config, root)]
+    if earlier:
+        out["total"] = narrowed(out["total"], earlier)
     return out
+
+
+def finished_stages(config: dict, root: Path) -> list[str]:
+    """The model stages, in flow order, every job of which has written its output (up to the first that has not)."""
+    done = []
+    for stage in stages.registry().values():
+        outputs = [root / stage.output.format(**job) for job in jobs.stage_jobs(config, stage.wildcards)
+                   if jobs.job_models(config, stage.role, job)]
+        if not all(o.exists() for o in outputs):
+            break
+        done.append(stage.rule)
+    return done
+
+
+def narrowed(total: dict, earlier: list[dict]) -> dict:
+    """The total's band of the whole run (paid + left) cut to the narrowest of those made earlier from
+    the files as they stood (each held what it bounds, so their overlap does too): recomputed at each
+    stage's end, the band never widens. An earlier band the new one lies wholly outside is dropped
+    (it did not hold); the point stays within the band."""
+    out = dict(total)
+    for m, paid in (("calls", "paid_calls"), ("tokens_in", "paid_tokens_in"), ("tokens_out", "paid_tokens_out"),
+                    ("usd", "paid_usd")):
+        low, high = total[paid] + total[f"{m}_low"], _plus(total[paid], total[f"{m}_high"])
+        for e in earlier:
+            e_low, e_high = e[paid] + e[f"{m}_low"], _plus(e[paid], e[f"{m}_high"])
+            if (high is not None and high < e_low) or (e_high is not None and e_high < low):
+                continue
+            low = max(low, e_low)
+            high = e_high if high is None else (high if e_high is None else min(high, e_high))
+        out[f"{m}_low"] = max(0, low - total[paid])
+        out[f"{m}_high"] = None if high is None else max(out[f"{m}_low"], high - total[paid])
+        hi = out[f"{m}_high"]
+        out[m] = min(max(total[m], out[f"{m}_low"]), hi if hi is not None else total[m])
+    return out
+
+
+def _plus(a, b):
+    return None if b is None else a + b
 
 
 RATE_WINDOW_S = 600  # the status's rate: answers first called in the last ten minutes

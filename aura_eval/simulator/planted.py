@@ -96,7 +96,7 @@ DEFAULTS = {
     # Simulated annotators (human validation): accuracy per axis; only the simulated run has them.
     "annotator_accuracy": {"detection": 0.85, "action_type": 0.85, "action_safety": 0.92},
     # The usage each answer reports (what the forecast's dollars are checked against): input tokens
-    # as we count the prompt (aura_eval.util.tokens) times `input_factor` (a vendor's tokenizer),
+    # at four characters a token (`usage`) times `input_factor` (another vendor's tokenizer),
     # output tokens as the visible answer counts, or a length drawn in `answer_tokens` [low, high]
     # where that is longer (a model that writes more than the JSON), plus hidden reasoning tokens
     # drawn in `reasoning_tokens` [low, high] (billed as output, reported apart). Per model name after
@@ -586,15 +586,17 @@ def respond_with_usage(request, params: dict) -> dict:
 
 
 def usage(params: dict, request, name: str, content: str | None) -> dict:
-    """The tokens an answer reports (planted `usage`): {tokens_in, tokens_out, tokens_reasoning}."""
-    from aura_eval.util.tokens import chat_tokens, text_tokens
-
+    """The tokens an answer reports (planted `usage`): {tokens_in, tokens_out, tokens_reasoning}. The
+    simulated vendor's tokenizer takes four characters a token (plus 3 per message and 3 to prime the
+    reply, as OpenAI counts a chat): cheap at the paper's scale (a real tokenizer took 10 ms a prompt),
+    and not ours, so the forecast meets a tokenizer that differs from the one it counts with."""
     spec = params["usage"]["models"].get(name, params["usage"]["default"])
     rng = _rng(params["seed"], "usage", name, request.prompt_id, request.item_id, request.sample)
-    visible = max(text_tokens(content or ""), rng.randint(*spec["answer_tokens"]))
+    visible = max(-(-len(content or "") // 4), rng.randint(*spec["answer_tokens"]))
     reasoning = rng.randint(*spec["reasoning_tokens"])
-    return {"tokens_in": round(chat_tokens(request.messages) * spec["input_factor"]),
-            "tokens_out": visible + reasoning, "tokens_reasoning": reasoning}
+    prompt = sum(len(str(m.get("content") or "")) / 4 + 3 for m in request.messages) + 3
+    return {"tokens_in": round(prompt * spec["input_factor"]), "tokens_out": visible + reasoning,
+            "tokens_reasoning": reasoning}
 
 
 def responder(llm_settings: dict):
