@@ -68,6 +68,8 @@ for figure in FIGURES.values():
         params:
             name=figure.name,
             caption=figure.caption,
+            # only a figure whose entry names config keys gets them (scripts/figure.py passes them on)
+            **({"settings": config_values(figure.config)} if figure.config else {}),
         conda:
             "../envs/aura.yaml"
         script:

@@ -19,6 +19,9 @@ rule audit_site:
         frame=FILES["frame"],
         cells=[t.outputs("table")["cells"] for t in TABLES.values() if "cells" in t.formats],
         cell_tables=[t.outputs("table")["csv"] for t in TABLES.values() if "cells" in t.formats],
+        # Figure 2, shown inline on the index, and what it shows (its caption names the record)
+        running_example=FIGURES[vocab.RUNNING_EXAMPLE].outputs("figure")["svg"],
+        running_example_shown=FIGURES[vocab.RUNNING_EXAMPLE].outputs("figure")["json"],
     output:
         # index.html, audit.css, items/ (a page per row) and cells/ (the rows behind each table cell)
         site=report(directory("results/audit"), htmlindex="index.html", caption="../paper/captions/audit.rst",

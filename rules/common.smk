@@ -236,8 +236,16 @@ def judge_prompt_files(*axes):
 
 
 def config_values(keys):
-    """A table's config values, without what changes no answer (the call settings: a resource)."""
-    values = {key: config[key] for key in keys}
+    """A table's config values, without what changes no answer (the call settings: a resource). A key
+    `section.key` gives that one entry, under its section ({section: {key: value}}), so a job reruns
+    only when that entry changes."""
+    values = {}
+    for key in keys:
+        section, _, entry = key.partition(".")
+        if entry:
+            values.setdefault(section, {})[entry] = config[section][entry]
+        else:
+            values[key] = config[key]
     if "llm" in values:
         values["llm"] = {k: v for k, v in values["llm"].items() if k not in CallSettings.keys()}
     if "models" in values:

@@ -268,7 +268,7 @@ def test_table34_builder_reads_the_react_runs_files(tmp_path):
               "react_labels": [str(tmp_path / f"labels-{run}" / f"{run}.jsonl") for run in RUNS],
               "react_rollouts": [str(tmp_path / f"rollouts-{run}" / f"{run}.jsonl") for run in RUNS]}
     settings = {"report": {"case_study": {"dimension": "RS5", "prefix": None}}}
-    assert TABLES["table34_case_study"].config == ("report",)
+    assert TABLES["table34_case_study"].config == ("report.case_study",)
     df, _ = builder_of("table34_case_study")(inputs, settings)
     assert set(df["item_id"]) == {"iot-002.at_trigger.original", "iot-002.at_trigger.RS5"} and len(df) == 4
 

@@ -152,7 +152,7 @@ def test_schema_defaults_fill_every_level():
                                     "sample_sizes": {"detection": 5, "action_type": 84, "action_safety": 84},
                                     "simulated_annotators": False}
     assert config["action_only"] == {"n_items": 150}
-    assert config["report"] == {"case_study": {"dimension": "RS5", "prefix": None}}
+    assert config["report"] == {"case_study": {"dimension": "RS5", "prefix": None}, "running_example": "iot-023"}
     assert config["models"]["tagger"]["structured_output"] is True and config["agents"]["f1"]["output"] == "text"
     # The tools' own filling (the forecast, pack) agrees with Snakemake's.
     raw = copy.deepcopy(MINIMAL)

@@ -19,7 +19,7 @@ from aura_eval.analyze import human as human_tables
 from aura_eval.report import paper_numbers, provenance, render, sections
 from aura_eval.util import pages
 from aura_eval.util.table_files import explain, markdown, write_csv
-from aura_eval.vocab import FIGURES, TABLES
+from aura_eval.vocab import FIGURES, INLINE_SVG_FIGURES, TABLES
 from tests.browser import chromium
 from tests.test_pages import HOSTILE, policy_of, sha256
 
@@ -135,6 +135,12 @@ def test_reasons_in_the_readers_terms():
 
 # -- the report's own parts -------------------------------------------------------------------------
 
+INLINE_SVG = ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n<svg xmlns:xlink="http://www.w3.org/1999/xlink" '
+              'width="300pt" height="120pt" viewBox="0 0 300 120" xmlns="http://www.w3.org/2000/svg">\n'
+              '<a xlink:href="../audit/items/iot-023.at_trigger.original.html#prefix"><rect width="300" height="60" '
+              'style="fill: #333333"/></a>\n</svg>\n')
+
+
 def _png(path: Path, width=300, height=120):
     """A small PNG at 150 dpi with a dark band (not blank)."""
     raw = b"".join(b"\x00" + bytes([40 if 40 < y < 80 else 255] * width * 3) for y in range(height))
@@ -159,6 +165,10 @@ def _results(tmp_path: Path) -> tuple[list[str], Path]:
     (tables / "run_summary.md").write_text("Seeds setting: `4`.\n")
     for name in FIGURES:
         _png(figures / f"{name}.png")
+    for name in INLINE_SVG_FIGURES:  # placed inline: its SVG, linked to an item page, and its sidecar
+        (figures / f"{name}.svg").write_text(INLINE_SVG)
+        (figures / f"{name}.json").write_text(json.dumps({"record": {"seed_id": "iot-023"},
+                                                          "why": "the record report.running_example names"}))
     (tmp_path / "results/labels").mkdir()
     (tmp_path / "results/labels/m.jsonl").write_text("")
     files = sorted(str(p) for p in (tmp_path / "results").glob("*/*"))
@@ -177,6 +187,12 @@ def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path)
     assert 'href="../tables/table33_behaviour.csv"' in text
     assert "Empty: no unsafe outcome among 10 labelled rows" in text and "inputs are empty" not in text
     assert "Missing from this run: <code>tables/table32_matched_pairs_gap.md</code>" in text
+    # Figure 2 is its SVG, inline: its link leads to the item page, its style attribute is allowed by hash
+    assert text.count('<svg class="aura-inline-figure" role="img"') == len(INLINE_SVG_FIGURES) == 1
+    assert 'xlink:href="../audit/items/iot-023.at_trigger.original.html#prefix"' in text
+    assert "Shown: record iot-023, as the record report.running_example names." in text
+    assert text.count("data:image/png;base64") == len(FIGURES) - len(INLINE_SVG_FIGURES)
+    assert sha256("fill: #333333") in policy_of(text) and "'unsafe-inline'" not in policy_of(text)
     source = REPORT.read_text()
     for include in ("tables/table1_risk_mechanisms.md", "tables/table2_evaluation_taxonomy.md",
                     "tables/table28_pair_review_examples.md", "tables/table34_case_study.md",
@@ -191,7 +207,7 @@ def test_what_was_run_lists_each_tables_sources_relative_to_the_report(tmp_path)
 def test_sections_follow_the_paper():
     text = REPORT.read_text()
     order = ["## Headline results beside the paper's", "headline_comparison", "headline_summary",
-             "## 4 Data augmentation axes", "table29_composition", "## 5 Evaluation framework",
+             "## 3 Task formulation", "fig2_running_example", "## 4 Data augmentation axes", "table29_composition", "## 5 Evaluation framework",
              "### 6.1 Human validation", "table3_human_reliability", "table18_retention", "table19_panel_strata",
              "table20_human_agreement", "### 6.2 Judge reliability", "table21_judge_accuracy", "table24_vendor_swap",
              "judge_consistency", "## 7 Results", "fig4_unsafe", "table33_behaviour", "table31", "table32",
@@ -281,7 +297,9 @@ LAYOUT = """return {viewport: document.documentElement.clientWidth,
     return {caption: caption ? caption.innerText.slice(0, 60) : t.innerText.slice(0, 60), right: last.right};
   }),
   figures: Array.from(document.images).map(i => ({src: i.alt.slice(0, 40), natural: i.naturalWidth,
-    shown: i.getBoundingClientRect().width, right: i.getBoundingClientRect().right}))};"""
+    shown: i.getBoundingClientRect().width, right: i.getBoundingClientRect().right})),
+  inline: Array.from(document.querySelectorAll('svg.aura-inline-figure')).map(s => ({
+    shown: s.getBoundingClientRect().width, right: s.getBoundingClientRect().right}))};"""
 
 
 @pytest.mark.suite
@@ -303,8 +321,10 @@ def test_report_in_headless_chromium_every_table_whole_and_no_blank_figure(tmp_p
     finally:
         driver.quit()
     assert violations == []
-    assert len(screen["tables"]) >= 14 and len(screen["figures"]) == len(FIGURES)
+    assert len(screen["tables"]) >= 14 and len(screen["figures"]) == len(FIGURES) - len(INLINE_SVG_FIGURES)
+    assert len(screen["inline"]) == len(INLINE_SVG_FIGURES)
     for view in (screen, printed):
+        assert [f for f in view["inline"] if not f["shown"] or f["right"] > view["viewport"]] == []
         cut = [t for t in view["tables"] if t["right"] > view["viewport"]]
         assert cut == [], f"tables whose last column is off the page: {cut}"
         assert [f for f in view["figures"] if not f["natural"]] == []

@@ -126,7 +126,93 @@ def test_tables_and_figures(mock_run):
     assert "Overall safe and unsafe rates" in html and "no human reference labels yet" in html
     assert "no human labels imported yet: see results/validation/annotation/" in html
     assert 'href="../labels/mock-agent.jsonl"' in html and "mock.yaml" in html  # what each table read; the config
-    assert html.count("data:image/png;base64") == len(vocab.FIGURES)
+    # every figure as a PNG but Figure 2, whose SVG is inline (tests/test_workflow_mock.py's running example test)
+    assert html.count("data:image/png;base64") == len(vocab.FIGURES) - len(vocab.INLINE_SVG_FIGURES)
+
+
+def _items_page(work, href: str):
+    """The audit page an address of Figure 2 leads to (from results/figures/), and its section id."""
+    page, _, section = href.partition("#")
+    return (work / "results/figures" / page).resolve(), section
+
+
+def test_running_example_shows_what_the_runs_files_hold(mock_run, tmp_path):
+    """Figure 2's sidecar against the mock run's files (its seeds lack iot-023: the figure says which
+    record it shows instead, and why); its SVG inline in the report and the audit index, every part
+    linking to the page of the item that holds it; drawn again with that record named, the same parts."""
+    from aura_eval.analyze.running_example import sidecar_text
+
+    work, _ = mock_run
+    shown = json.loads((work / "results/figures/fig2_running_example.json").read_text())
+    seeds = {s["seed_id"]: s for s in read_jsonl(work / "results/seeds/seeds.jsonl")}
+    tags = {t["seed_id"]: t for t in read_jsonl(work / "results/prefixes/tags.jsonl")}
+    prefixes = {p["prefix_id"]: p for p in read_jsonl(work / "results/prefixes/prefixes.jsonl")}
+    items = {i["item_id"]: i for i in read_jsonl(work / "results/dataset/aura_eval.jsonl")}
+    assert len(seeds) == 4 and "iot-023" not in seeds and shown["setting"] == "iot-023"
+    seed = shown["record"]["seed_id"]
+    assert shown["chosen_by"] in ("case_study", "most_complete") and seed in seeds
+    assert shown["why"].startswith("report.running_example (iot-023) is not among this run's 4 seeds")
+    assert (shown["record"]["domain"], shown["record"]["rjudge_id"], shown["record"]["n_steps"]) == (
+        seeds[seed]["domain"], seeds[seed]["rjudge_id"], seeds[seed]["n_steps"])
+    assert (shown["tag"]["risk_trigger"], shown["tag"]["execution_point"]) == (
+        tags[seed]["risk_trigger"], tags[seed]["execution_point"]) == (0, 1)  # the mock tagger's answer
+    for point, p in shown["prefixes"].items():
+        if p["prefix_id"] is None:  # r=0, e=1: no user or environment step between them
+            assert point == "pre_execution" and f"{seed}.{point}" not in prefixes and p["missing"]
+        else:
+            assert p["steps"] == [s["index"] for s in prefixes[p["prefix_id"]]["steps"]] == [0]
+    assert shown["prefixes"]["at_trigger"]["item_id"] == f"{seed}.at_trigger.original" in items
+    v = shown["variation"]
+    assert items[v["item_id"]]["seed_id"] == seed and items[v["item_id"]]["dimension"] == v["dimension"] == "RS1"
+    pair = shown["pair"]  # the mock run pairs every original (NSP) with an SP counterpart
+    nsp, sp = items[pair["NSP"]], items[pair["SP"]]
+    assert (nsp["pair_label"], sp["pair_label"], nsp["pair_id"], sp["pair_id"]) == ("NSP", "SP", pair["pair_id"],
+                                                                                  pair["pair_id"])
+    assert nsp["counterpart_id"] == sp["item_id"] and nsp["seed_id"] == sp["seed_id"] == seed
+    rollout = shown["rollout"]
+    row = {r["item_id"]: r for r in read_jsonl(work / "results/rollouts/mock-agent.jsonl")}[rollout["item_id"]]
+    label = {r["item_id"]: r for r in read_jsonl(work / "results/labels/mock-agent.jsonl")}[rollout["item_id"]]
+    assert (rollout["run"], rollout["item_id"], rollout["key"]) == ("mock-agent", pair["NSP"], row["call"]["key"])
+    assert [rollout[a] for a in vocab.AXES] == [label[a]["label"] for a in vocab.AXES] == ["D2", "A2", "Safe"]
+    links = {shown["prefixes"]["at_trigger"]["link"], v["link"], *pair["links"].values(), rollout["link"]}
+    assert len(links) == 5
+    svg = (work / "results/figures/fig2_running_example.svg").read_text()
+    report = (work / "results/report/report.html").read_text()
+    index = (work / "results/audit/index.html").read_text()
+    for href in links:
+        page, section = _items_page(work, href)
+        assert page.is_file() and f'id="{section}"' in page.read_text(), href
+        assert f'xlink:href="{href}"' in svg and f'xlink:href="{href}"' in report and f'xlink:href="{href}"' in index
+    for page in (report, index):
+        assert page.count('<svg class="aura-inline-figure" role="img"') == 1 and f"Shown: record {seed}, as " in page
+    # The same run's files, the record named: the figure shows it, with the same parts (no new run).
+    inputs = {name: str(work / vocab.FILES[name]) for name in ("seeds", "tags", "prefixes", "dataset")} | {
+        "react_rollouts": [str(work / "results/rollouts/mock-agent.jsonl")],
+        "react_labels": [str(work / "results/labels/mock-agent.jsonl")],
+        "taxonomy": [str(work / "prompts/taxonomy.yaml")]}
+    named = vocab.builder_of(vocab.RUNNING_EXAMPLE)(
+        inputs, tmp_path / "f.png", tmp_path / "f.svg", json=tmp_path / "f.json",
+        settings={"report": {"running_example": seed, "case_study": {"dimension": "RS5", "prefix": None}}})
+    assert named["chosen_by"] == "running_example" and named["record"] == shown["record"]
+    assert {k: named[k] for k in ("tag", "prefixes", "variation", "pair", "rollout")} == {
+        k: shown[k] for k in ("tag", "prefixes", "variation", "pair", "rollout")}
+    assert (tmp_path / "f.json").read_text() == sidecar_text(named)
+
+
+def test_running_example_setting_reruns_only_figure_2(mock_run, tmp_path):
+    """report.running_example reaches Figure 2 alone (then what embeds it); Table 34's setting reaches
+    Table 34 and Figure 2, whose fallback is Table 34's scenario."""
+    work, config = mock_run
+    settings = yaml.safe_load(config.read_text())
+    settings["report"]["running_example"] = "program-138"
+    changed = tmp_path / "mock-example.yaml"
+    changed.write_text(yaml.safe_dump(settings, sort_keys=False))
+    embedding = {"report": 1, "audit_site": 1, "all": 1}
+    assert planned_jobs(work, "--configfile", str(changed)) == {vocab.RUNNING_EXAMPLE: 1, **embedding}
+    settings["report"]["case_study"]["dimension"] = "RS2"
+    changed.write_text(yaml.safe_dump(settings, sort_keys=False))
+    assert planned_jobs(work, "--configfile", str(changed)) == {vocab.RUNNING_EXAMPLE: 1, "table34_case_study": 1,
+                                                                **embedding}
 
 
 def test_validation_pages_and_no_human_labels(mock_run):
@@ -246,7 +332,7 @@ HUMAN_TABLES = {"table3_human_reliability", "table18_retention", "table19_panel_
 CALL_TABLES = {"model_calls", "run_summary", "forecast_vs_actual"}
 # What reads the ReAct runs' labels and rollouts themselves (not the frame): a new agent reruns it,
 # a new action-only subset does not.
-REACT_TABLES = {"table34_case_study"}
+REACT_TABLES = {"table34_case_study", vocab.RUNNING_EXAMPLE}
 
 
 def _one_each(names) -> dict:

@@ -126,7 +126,8 @@ def _blob(data) -> str:
     return script_json(shown_data(data), separators=(",", ":"))
 
 
-def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None) -> str:
+def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None, figure: str = "") -> str:
+    """The index; `figure`: the running example's HTML (its inline SVG and caption), shown above the rows."""
     options = {"axis": list(AXES), "labels": {a: list(AXIS_LABELS[a]) for a in AXES}}
     kinds = sorted({r[6] for r in rows if r[6] is not None})
     # the stages in flow order with their titles; each reason's category meaning, the filter's hint
@@ -135,7 +136,7 @@ def index_page(rows: list[list], runs: list[str], frame: list[int] | None = None
     data = {"runs": runs, "rows": rows, "options": options, "frame": frame or [], "losses": losses,
             "codes": {"detection": [x[-1] for x in DETECTION_LEVELS], "action_type": [x[-1] for x in ACTION_TYPES]}}
     # the index adds cells/<table>.js when a cell's link asks for it: 'strict-dynamic'
-    return finish(_env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS),
+    return finish(_env(False).get_template("audit_index.html.j2").render(data=_blob(data), css=CSS, figure=figure),
                   loads_scripts=True)
 
 
@@ -243,9 +244,21 @@ def build(inputs: dict, out_dir) -> dict:
     rows = index_rows(items, excluded, facts, runs, codes)
     members = Members(rows, runs, inputs.get("frame"))
     tables = write_cell_scripts(inputs.get("cells") or [], out_dir / CELLS_DIR, members)
-    atomic_write_text(out_dir / "index.html", index_page(rows, runs, members.pairs))
+    atomic_write_text(out_dir / "index.html", index_page(rows, runs, members.pairs, running_example(inputs)))
     return {"items": len(items), "excluded": len(excluded), "runs": len(runs), "pages": len(released | set(excluded)),
             "tables": tables}
+
+
+def running_example(inputs: dict) -> str:
+    """Figure 2 for the index (its SVG inline, each part linking to an item page: `../audit/items/...`
+    resolves from results/audit/ as from results/report/), or "" where the inputs name none."""
+    from aura_eval.analyze.running_example import figure_html
+    from aura_eval.vocab import FIGURES, RUNNING_EXAMPLE
+
+    if not inputs.get("running_example"):
+        return ""
+    return figure_html(inputs["running_example"], inputs.get("running_example_shown"),
+                       FIGURES[RUNNING_EXAMPLE].caption + ".")
 
 
 CELLS_DIR = "cells"  # one script per linked table: the rows of each of its cells (aura_eval.util.cells)

@@ -19,7 +19,9 @@ This module also writes the report's own includes (names starting with `_`):
 - `tables/_<name>_totals.md`: the provenance appendix's per-model tables as totals per stage, their
   full CSVs beside the report (aura_eval.report.provenance);
 Each figure's image gets the width it was drawn for (its pixels at its dpi), never wider than
-the page, and the source gets the report's screen and print styles (STYLE).
+the page, and the source gets the report's screen and print styles (STYLE). A figure of
+`vocab.INLINE_SVG_FIGURES` (Figure 2) is its SVG, placed in the rendered page (`inline_figures`), so
+the links in it lead to the audit site's item pages.
 
 The report shows text as written: Markdown is read without smart typography (READER; Quarto by the
 `from:` of paper/report.qmd), so quotes and `--` in quoted trajectories stay as they are; NUL and
@@ -29,6 +31,7 @@ Content-Security-Policy allowing only its own inline scripts and styles and its 
 
 from __future__ import annotations
 
+import html as html_lib
 import os
 import re
 import shutil
@@ -43,7 +46,7 @@ from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.jsonl import atomic_write_text
 from aura_eval.util.pages import finish, shown
 from aura_eval.util.table_files import markdown
-from aura_eval.vocab import ACTION_ONLY, FILES, PROMPT_INPUTS, TABLES
+from aura_eval.vocab import ACTION_ONLY, FILES, INLINE_SVG_FIGURES, PROMPT_INPUTS, TABLES
 
 DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)
@@ -91,6 +94,7 @@ body { max-width: 75em; }
 .aura-notice { border-left: 4px solid #b36b00; background: #fff6e5; padding: .5em .8em; margin: 1em 0; }
 .aura-sources td { font-size: .8rem; }
 img { max-width: 100%; height: auto; }
+svg.aura-inline-figure { max-width: 100%; height: auto; display: block; }
 figure { margin: 1em 0 1.6em; }
 figcaption { font-size: .9rem; color: #333; }
 @media print {
@@ -101,6 +105,7 @@ figcaption { font-size: .9rem; color: #333; }
   tr, figure, img, .aura-empty { break-inside: avoid; }
   h2, h3 { break-after: avoid; }
   img { max-width: 100% !important; max-height: 165mm; width: auto !important; height: auto !important; }
+  svg.aura-inline-figure { max-height: 165mm; width: auto; }
   a { color: inherit; }
   /* The contents' links carry no page numbers: the print opens on the headline comparison instead. */
   #TOC { display: none; }
@@ -271,12 +276,27 @@ def _png_width(path: Path) -> int | None:
     return round(width * 96 / dpi)
 
 
+# Where an inline figure goes: a slot the rendered page gets its SVG in (inline_figures). Markdown never
+# makes this element from a table's text (cells escape `<`), only size_figures does.
+INLINE_SLOT = '<div class="aura-inline-slot" data-figure="{name}" data-caption="{caption}"></div>'
+_SLOT = re.compile(r'<div class="aura-inline-slot" data-figure="(?P<name>[A-Za-z0-9_]+)" '
+                   r'data-caption="(?P<caption>[^"]*)"></div>')
+
+
 def size_figures(text: str, build: Path) -> str:
-    """Each figure line with the width its PNG was drawn for; a missing figure says so."""
+    """Each figure line with the width its PNG was drawn for; a missing figure says so; an inline
+    figure's line becomes the slot its SVG is placed in, and links to its files."""
     def sized(match):
         path = build / match["path"]
         if not path.is_file():
             return f"*Missing from this run: `{match['path']}` ({match['caption'].split(':')[0]}).*"
+        name = Path(match["path"]).stem
+        if name in INLINE_SVG_FIGURES and not path.with_suffix(".svg").is_file():
+            return f"*Missing from this run: `figures/{name}.svg` ({match['caption'].split(':')[0]}).*"
+        if name in INLINE_SVG_FIGURES:
+            slot = INLINE_SLOT.format(name=name, caption=html_lib.escape(match["caption"].replace("`", "")))
+            return (f"```{{=html}}\n{slot}\n```\n\n[The figure as SVG](../figures/{name}.svg), "
+                    f"[as PNG](../figures/{name}.png), [what it shows, as JSON](../figures/{name}.json)")
         if match["attrs"]:
             return match.group(0)
         width = _png_width(path)
@@ -285,6 +305,18 @@ def size_figures(text: str, build: Path) -> str:
         return (f"![{match['caption']}]({match['path']})" + (f'{{width="{width}px"}}' if width else "")
                 + f"\n\n[Open the figure at full size (SVG)]({full})")
     return IMAGE.sub(sized, text)
+
+
+def inline_figures(page: str, build: Path) -> str:
+    """The rendered page with each inline figure's slot replaced by its SVG and caption (the figure
+    files in build/figures/)."""
+    from aura_eval.analyze.running_example import figure_html
+
+    def place(match):
+        figures = build / "figures"
+        return figure_html(figures / f"{match['name']}.svg", figures / f"{match['name']}.json",
+                           html_lib.unescape(match["caption"]))
+    return _SLOT.sub(place, page)
 
 
 def prepare(source: Path, files: list, build: Path, simulated: bool = False, sources: dict | None = None,
@@ -363,8 +395,8 @@ def report(source, files, out_html, simulated: bool = False, sources: dict | Non
                         "--columns", "100000", "--variable", "maxwidth=75em",
                         "--output", built.name], cwd=build, check=True)
         engine = "pandoc"
-    # rendered in build/, given its policy, then put in place by a rename (never a half report)
-    atomic_write_text(out_html, finish(built.read_text(encoding="utf-8")))
+    # rendered in build/, given its inline figures and its policy, then put in place by a rename (never a half report)
+    atomic_write_text(out_html, finish(inline_figures(built.read_text(encoding="utf-8"), build)))
     built.unlink()
     return engine
 

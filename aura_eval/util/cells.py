@@ -117,9 +117,17 @@ def link(table: str, row: int, column: str, part: str = "n") -> str:
     return f"{AUDIT_INDEX}#cell=" + quote(f"{table}/{row}/{column}/{part}", safe="/")
 
 
+def item_href(item_id: str, section: str | None = None) -> str:
+    """The address of the audit site's page of one item (or excluded candidate), from results/report/
+    (and results/figures/, results/audit/: `../audit/` resolves the same from each); `section`: the
+    id of one of its sections (`prefix`, `pair`, `run-<run>`)."""
+    anchor = f"#{quote(section, safe='')}" if section else ""
+    return f"{AUDIT_INDEX.rsplit('/', 1)[0]}/items/{quote(item_id, safe='')}.html{anchor}"
+
+
 def item_link(item_id: str, text: str | None = None) -> str:
     """A Markdown link to the audit site's page of one item (or excluded candidate), from results/report/."""
-    return f"[{text or item_id}]({AUDIT_INDEX.rsplit('/', 1)[0]}/items/{quote(item_id, safe='')}.html)"
+    return f"[{text or item_id}]({item_href(item_id)})"
 
 
 def linked(text: str, table: str, row: int, column: str, part: str = "n") -> str:
