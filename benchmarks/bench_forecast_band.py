@@ -43,6 +43,7 @@ def bands_of(work: Path) -> list[dict]:
 
 
 def one_run(base: Path, seed: int) -> dict:
+    (base / f"run{seed}").mkdir()
     work = scratch_copy(base / f"run{seed}")
     config = yaml.safe_load((work / ".test/config/sim_small.yaml").read_text())
     config["seeds"] = SEEDS
@@ -50,8 +51,10 @@ def one_run(base: Path, seed: int) -> dict:
     path = work / "bench.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     started = time.perf_counter()
-    subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", str(path), "results/tables/forecast_bands.csv"],
-                   cwd=work, check=True, capture_output=True, env=ENV)
+    done = subprocess.run([SNAKEMAKE, "results/tables/forecast_bands.csv", "--cores", "2", "--configfile", str(path)],
+                          cwd=work, capture_output=True, text=True, env=ENV)
+    if done.returncode != 0:
+        raise SystemExit(f"run {seed} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     rows = bands_of(work)
     out = {"seed": seed, "seconds": round(time.perf_counter() - started, 1)}
     for m in MEASURES:

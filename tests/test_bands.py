@@ -34,11 +34,16 @@ def test_a_yield_s_interval_covers_the_binomial_noise_at_the_run_s_size():
     assert wide.low < bands.binomial_count(Band.exact(10), "kept").low and wide.high > small.high
 
 
-def test_a_pilot_s_yield_replaces_the_paper_s_and_a_rate_of_one_is_not_certain():
-    seen = bands.binomial_count(Band.exact(100), "kept", observed=(20, 10))
-    assert seen.point == pytest.approx(50)
-    all_kept = bands.binomial_count(Band.exact(100), "kept", observed=(4, 4))
-    assert all_kept.high == 100 and all_kept.low < 90  # 4 of 4 is not proof that all are kept
+def test_a_pilot_s_yield_replaces_the_paper_s_only_where_it_contradicts_it():
+    paper = bands.binomial_count(Band.exact(100), "kept")
+    # 15 of 20 kept: the paper's 71% at 20 trials allows it, so the paper's precise rate stays
+    assert bands.binomial_count(Band.exact(100), "kept", observed=(20, 15)) == paper
+    seen = bands.binomial_count(Band.exact(100), "kept", observed=(20, 5))  # 25%: not the paper's models
+    assert seen.point == pytest.approx(25) and seen.high - seen.low > paper.high - paper.low
+    all_kept = bands.binomial_count(Band.exact(100), "parseable_pair", observed=(4, 4))
+    assert all_kept == bands.binomial_count(Band.exact(100), "parseable_pair")  # 4 of 4 fits 590/593
+    none = bands.binomial_count(Band.exact(100), "kept", observed=(30, 30))  # 30 of 30 does not fit 71%
+    assert none.high == 100 and none.low < 95  # and is not proof that all are kept
 
 
 def test_the_total_of_answers_like_those_seen_is_a_band_within_floor_and_cap():
@@ -70,3 +75,17 @@ def test_the_pilot_refuses_a_bad_seed_count_and_pays_nothing_unasked(tmp_path):
     said = out.getvalue()
     assert "the pilot: 1 seeds" in said and "it will cost" in said and said.endswith("not run\n")
     assert not (tmp_path / "p").exists()  # nothing prepared, nothing run
+
+
+def test_make_pilot_and_status_run_the_commands_the_guide_names():
+    import re
+    import subprocess
+
+    for target, args, command in (("pilot", ["CONFIG=config/paper.yaml", "PILOT_SEEDS=2"],
+                                   "-m aura_eval pilot --seeds 2 --configfile config/paper.yaml"),
+                                  ("status", [], "-m aura_eval status")):
+        dry = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, *args], cwd=ROOT, capture_output=True,
+                             text=True, check=True)
+        assert re.search(re.escape(command) + r"\s*$", dry.stdout, re.M), dry.stdout
+    guide = (ROOT / "docs/running-the-paper.md").read_text(encoding="utf-8")
+    assert "make pilot CONFIG=config/paper.yaml PILOT_SEEDS=2" in guide and "make status" in guide

@@ -39,6 +39,9 @@ YIELDS = {
 # that follows the format and never declines 100%, one that often declines or rambles far less.
 # Once rollouts exist the count is exact; a pilot's share replaces these (`observed`).
 JUDGEABLE = (0.6, 0.85, 1.0)
+# Of the judgeable ReAct rollouts, the share with a thought (the detection judge reads it): a model
+# that answers in the format writes one nearly always; the simulation's agents: 19 of 23 (2 seeds).
+THOUGHT = (0.5, 0.9, 1.0)
 
 # The input tokens a provider bills per token we count (o200k_base, litellm's gpt-4o count), per
 # provider: (low, point, high). OpenAI's models use o200k itself (the schema a structured request
@@ -115,13 +118,24 @@ class Band:
 ZERO = Band(0, 0, 0)
 
 
+def contradicts(name: str, observed: tuple[int, int] | None) -> bool:
+    """Whether (trials, successes) a pilot saw lie outside the paper's yield's 95% interval at that size."""
+    if not observed or observed[0] <= 0 or name not in YIELDS:
+        return bool(observed and observed[0] > 0)
+    n, k = observed
+    p0 = YIELDS[name][1] / YIELDS[name][0]
+    return abs(k - n * p0) > Z * math.sqrt(n * p0 * (1 - p0)) + 0.5
+
+
 def binomial_count(trials: Band, name: str, observed: tuple[int, int] | None = None) -> Band:
     """Successes of `trials` at the yield `name`, with the 95% noise at the run's own size: at the
-    paper's rate, or where `observed` gives (trials, successes) of these models (a pilot's funnel),
-    at theirs, with the uncertainty of so few trials (a rate of 0 or 1 seen is taken half a trial in)."""
-    n_paper, k_paper = observed if observed and observed[0] > 0 else YIELDS[name]
+    paper's rate (its 1,029 candidates and so on make it precise), unless `observed` (trials, successes
+    of these models: a pilot's funnel) contradicts it (`contradicts`): then at theirs, with the
+    uncertainty of so few trials (a rate of 0 or 1 seen is taken half a trial in)."""
+    use = contradicts(name, observed)
+    n_paper, k_paper = observed if use else YIELDS[name]
     p = k_paper / n_paper
-    if observed and observed[0] > 0 and p in (0.0, 1.0):
+    if use and p in (0.0, 1.0):
         p = (k_paper + 0.5) / (n_paper + 1)
 
     def bounds(n: float) -> tuple[float, float]:

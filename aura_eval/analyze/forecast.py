@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -59,7 +60,7 @@ from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.util.tokens import chat_tokens, text_tokens
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, VARIED_DIMENSIONS,
-                             parse_run, stage_group)
+                             parse_run, run_name, stage_group)
 
 PAPER_SEEDS = 157
 TOTAL = "All"  # the stage of the total row (forecast.csv and the printed text only)
@@ -82,6 +83,7 @@ def count_tokens(messages: list[dict]) -> int:
     return _TOKENS[digest]
 
 
+@functools.cache
 def _template_tokens(prompt_id: str) -> int:
     """A prompt's own tokens: the template with every placeholder empty."""
     prompt = load_prompt(prompt_id)
@@ -109,6 +111,7 @@ def smallest_answer(schema: dict | None):
     return {"integer": 0, "number": 0, "boolean": False, "null": None}.get(kind, "")
 
 
+@functools.cache
 def output_floor(stage: stages.ModelStage) -> int:
     """The fewest output tokens a parseable answer of the stage takes (its prompts' smallest answers)."""
     floors = []
@@ -533,19 +536,37 @@ class _Estimates:
             axes = ("action_safety",) if stage.rule == "judge_safety" else (
                 ("detection", "action_type") if fmt == REACT else ("action_type",))
             per_call = sum(judge_in[a] for a in axes) / len(axes)
-            k = len(axes)
-            return [(names[0], judged.scale(k, k, k), per_call, most_rows * k, basis)]
+            calls = judged + judged.scale(*bands.THOUGHT) if "detection" in axes else judged  # detection: a thought
+            return [(names[0], calls, per_call, most_rows * len(axes), basis)]
         return self._reliability(job, names, rows, most_rows, round(sum(judge_in.values()) / len(AXES)))
+
+    def _sample_axes(self, agent: str, rows: Band, size: int) -> Band:
+        """The judge requests per panel member of a sample of `size` of the agent's judgeable ReAct
+        rollouts: action type and safety for each, detection for those with a thought. With its
+        rollouts the bounds are exact (of J judgeable, T with a thought, a sample of n holds between
+        n - (J - T) and min(n, T)); before them, the judgeable and thought shares' bands."""
+        rollouts, dataset = self.read(f"results/rollouts/{run_name(agent, REACT)}.jsonl"), self.read("dataset")
+        if rollouts is not None and dataset is not None:
+            judged = [r for r in rollouts if r["status"] == "ok"]
+            n, thoughts, J = min(size, len(judged)), sum(1 for r in judged if r["thought"]), max(1, len(judged))
+            # rollouts a judge sees word for word alike (same prefix, same answer) are asked once
+            items = {i["item_id"]: i for i in dataset}
+            alike = len(judged) - len({(render_context(items[r["item_id"]]), r["thought"], r["action"])
+                                       for r in judged if r["item_id"] in items})
+            share = 1 - alike / J
+            detection = Band(max(0, n - (len(judged) - thoughts) - alike), n * thoughts / J * share, min(n, thoughts))
+            return Band(2 * max(0, n - alike), 2 * n * share, 2 * n) + detection
+        n = _at_most(rows.scale(*bands.JUDGEABLE), size)
+        return n.scale(2, 2, 2) + n.scale(*bands.THOUGHT)
 
     def _reliability(self, job, names, rows, most_rows, per_call):
         rel, panel = self.config.get("reliability", {}), set(jobs.judges(self.config))
-        calibration = _at_most(rows, rel.get("calibration_items", 0))
+        three = self._sample_axes(job["agent"], rows, rel.get("calibration_items", 0))
         most_cal = min(most_rows, rel.get("calibration_items", 0))
-        three = calibration.scale(3, 3, 3)
         out = []
         if job["kind"] == "vendor_swap":
             models, vendor = self.config["models"], self.config["agents"][job["agent"]]["vendor"]
-            items = _at_most(rows, rel.get("vendor_swap_items", 0)).scale(3, 3, 3)
+            items = self._sample_axes(job["agent"], rows, rel.get("vendor_swap_items", 0))
             most = 3 * min(most_rows, rel.get("vendor_swap_items", 0))
             replaced = [j for j in jobs.judges(self.config) if models[j].get("vendor") == vendor]
             validating = rel.get("five_judge_panel") and self.config["roles"]["replacement_judge"] in _names(

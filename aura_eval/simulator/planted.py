@@ -595,8 +595,10 @@ def usage(params: dict, request, name: str, content: str | None) -> dict:
     visible = max(-(-len(content or "") // 4), rng.randint(*spec["answer_tokens"]))
     reasoning = rng.randint(*spec["reasoning_tokens"])
     prompt = sum(len(str(m.get("content") or "")) / 4 + 3 for m in request.messages) + 3
-    return {"tokens_in": round(prompt * spec["input_factor"]), "tokens_out": visible + reasoning,
-            "tokens_reasoning": reasoning}
+    cap = request.endpoint.params.get("max_tokens")  # a provider stops there (reasoning first)
+    out = visible + reasoning if cap is None else min(visible + reasoning, int(cap))
+    return {"tokens_in": round(prompt * spec["input_factor"]), "tokens_out": out,
+            "tokens_reasoning": min(reasoning, out)}
 
 
 def responder(llm_settings: dict):
