@@ -29,7 +29,7 @@ pytestmark = pytest.mark.suite
 KEY_ENV, CRED = "AURA_EMULATOR_CRED", "emu-cred-0c4f9e1a7b55"
 MODELS = {"openai": ("openai/gpt-5.4", {"temperature": 0.0, "max_tokens": 1024}),
           "anthropic": ("anthropic/claude-opus-4-6", {"temperature": 0.0, "max_tokens": 1024}),
-          "gemini": ("gemini/gemini-3.1-pro", {"temperature": 0.0, "max_tokens": 1024}),
+          "gemini": ("gemini/gemini-3.1-pro-preview", {"temperature": 0.0, "max_tokens": 1024}),
           "deepseek": ("deepseek/deepseek-v4-pro", {"temperature": 0.0, "max_tokens": 1024}),
           "openrouter": ("openrouter/qwen/qwen3-32b", {"max_tokens": 2048}),
           "vllm": ("hosted_vllm/RealSafe-R1-32B", {"max_tokens": 2048})}
