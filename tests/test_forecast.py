@@ -72,24 +72,32 @@ def test_calls_follow_the_config_and_the_dataset(run_root):
     subset = min(config["action_only"]["n_items"], rows)  # the agent answers the action-only prompt too
     assert calls_of(result, "tag_steps") == {roles["tagger"]: config["seeds"]}
     assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}
-    # Detection and type per ReAct row, type only per action-only row; safety once per row; of the
-    # rows, the judgeable share (no rollout exists yet: 60%, 85%, 100%).
-    assert bands_of(result, "judge_detection_type") == {j: judged(2 * rows + subset) for j in roles["judges"]}
+    # Type per ReAct row and detection per ReAct row with a thought, type only per action-only row;
+    # safety once per row; of the rows, the judgeable share (no rollout exists yet: 60%, 85%, 100%),
+    # and of those, the share with a thought (50%, 90%, 100%).
+    j, t = bands.JUDGEABLE, bands.THOUGHT
+    assert bands_of(result, "judge_detection_type") == {judge: (
+        math.floor(rows * j[0] * (1 + t[0]) + subset * j[0]), round(rows * j[1] * (1 + t[1]) + subset * j[1]),
+        2 * rows + subset) for judge in roles["judges"]}
     assert bands_of(result, "judge_safety") == {j: judged(rows + subset) for j in roles["judges"]}
     calibration = rel["calibration_items"] * len(rel["calibration_agents"])
+    assert rows * j[0] >= calibration  # the sample is full even at the judgeable share's low
     # The five-judge panel: the main panel's judges ask what they asked before (0, at most all three
-    # axes again, for safety under the plurality's type); the two added judges three axes per item.
+    # axes again, for safety under the plurality's type); the two added judges type and safety per item
+    # and detection per item with a thought.
     five = by_cell_of(result, "reliability:five_judge")
     assert {j: (r["calls_low"], r["calls"], r["calls_high"]) for j, r in five.items()} == {
-        j: (0, 0, 3 * calibration) if j in roles["judges"] else (3 * calibration,) * 3 for j in roles["validation_judges"]}
+        judge: (0, 0, 3 * calibration) if judge in roles["judges"] else (
+            math.floor(calibration * (2 + t[0])), round(calibration * (2 + t[1])), 3 * calibration)
+        for judge in roles["validation_judges"]}
     # Repeats run at temperature 0: a judge whose entry samples at 0 asked the first already (paid there).
     at_zero = {j: config["models"][j]["params"].get("temperature") == 0 for j in roles["judges"]}
-    assert calls_of(result, "reliability:repeats") == {j: 3 * calibration * (rel["repeats"] - at_zero[j])
-                                                       for j in roles["judges"]}
+    assert calls_of(result, "reliability:repeats") == {
+        judge: round(calibration * (2 + t[1]) * (rel["repeats"] - at_zero[judge])) for judge in roles["judges"]}
     # Every panel judge shares the agent's vendor, so all three seats go to the replacement.
     # The replacement takes every seat and asks each request once (three axes per item); no seat is kept.
     assert {j: c for j, c in calls_of(result, "reliability:vendor_swap").items() if c} == {
-        roles["replacement_judge"]: 3 * rel["vendor_swap_items"]}
+        roles["replacement_judge"]: round(rel["vendor_swap_items"] * (2 + t[1]))}
     # Construction has no files here: the paper's yields from 2 of 157 seeds (a second prefix for 54
     # of 157), as an interval at this size, marked estimated.
     relevance = by_cell(result)[("relevance", roles["relevance"])]
@@ -200,7 +208,9 @@ def test_the_paper_config_offline_without_files(tmp_path):
                                             "params": {**config["models"]["qwen3-32b-agent"]["params"], "seed": k}}
         config["agents"][f"unnamed-{k}"] = {"model": f"unnamed-{k}", "group": "open-weight", "vendor": "alibaba"}
     total = fc.forecast(config, root=ROOT, results=False)["total"]
-    assert total["calls_low"] < 290_000 < total["calls_high"] and 0.8 * 290_000 < total["calls"] < 1.1 * 290_000
+    # the paper's requests; the point counts answers paid, of the rows the judges see (85%) and, for
+    # detection, of those with a thought (90%)
+    assert total["calls_low"] < 290_000 < total["calls_high"] and 0.75 * 290_000 < total["calls"] < 1.1 * 290_000
 
 
 def test_the_command_prints_and_writes(run_root, capsys):

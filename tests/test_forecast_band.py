@@ -4,8 +4,6 @@ band holds what the run paid; recomputed from the files at each model stage's en
 at the end it is the actual; a finished run has nothing left; the status reads a run's files only."""
 
 import csv
-import json
-import math
 from pathlib import Path
 
 import pytest

@@ -59,7 +59,7 @@ from aura_eval.util.csv_cells import protect_row
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.util.tokens import chat_tokens, text_tokens
-from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, VARIED_DIMENSIONS,
+from aura_eval.vocab import (AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, VARIED_DIMENSIONS,
                              parse_run, run_name, stage_group)
 
 PAPER_SEEDS = 157
@@ -780,7 +780,8 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
            "ignored": ignored, "pilot": pilot_note, "cache": None if cache_path is None else str(config["llm"]["cache"]),
            "cache_problem": cache.problem, "budget_usd": (config.get("llm") or {}).get("budget_usd")}
     out["totals"] = totals(out["rows"])
-    if results and upto is None and earlier is None:  # the CLI: narrow by each finished stage's end
+    if results and upto is None and earlier is None and out["total"]["calls_high"]:  # the CLI, something left:
+        # narrow by each finished stage's end
         earlier = [forecast(config, root, results, seeds, upto=rule, pilot=pilot, memo=memo, earlier=[])["total"]
                    for rule in finished_stages(config, root)]
     if earlier:
