@@ -134,6 +134,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
 	$(BIN)/python benchmarks/bench_replay.py  # about 12 min: the embedded and the packed mock replay under two commits
+	BENCH_PAPER=1 $(BIN)/python benchmarks/bench_forecast_band.py  # about 30 min: 20 small simulated runs, a pilot and the paper-scale simulation
 	$(BIN)/python benchmarks/bench_slurm_simulation.py  # about 20 min; root and `make slurm`: the one-node SLURM
 
 # The guides under docs/ as a site (Sphinx, MyST Markdown, furo): warnings are errors, so a broken

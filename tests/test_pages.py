@@ -145,6 +145,7 @@ def test_the_analysis_frame_reads_back_what_it_wrote(tmp_path):
 def test_the_forecast_csv_protects_its_text(tmp_path):
     row = dict.fromkeys(forecast.ROWS_COLUMNS, "")
     row.update(stage="=HYPERLINK(1)", calls=-3)
-    forecast.write({"rows": [row]}, tmp_path)
-    line = (tmp_path / "forecast.csv").read_text().splitlines()[1]
+    forecast.write({"rows": [row], "total": {**row, "stage": forecast.TOTAL, "endpoint": "@SUM(1)"}}, tmp_path)
+    line, total = (tmp_path / "forecast.csv").read_text().splitlines()[1:]
     assert line.startswith("'=HYPERLINK(1),") and ",-3," in line
+    assert total.startswith("All,'@SUM(1),")  # the total row last, its text protected too

@@ -329,7 +329,7 @@ FIGURES = {"fig4_unsafe_by_detection", "fig5_action_types", "fig6_unsafe_by_dime
            "fig8_detection_by_action", "headline_comparison"}
 HUMAN_TABLES = {"table3_human_reliability", "table18_retention", "table19_panel_strata", "table20_human_agreement",
                 "table21_judge_accuracy", "table22_accuracy_by_consensus", "table23_ensembles"}
-CALL_TABLES = {"model_calls", "run_summary", "forecast_vs_actual"}
+CALL_TABLES = {"model_calls", "run_summary", "forecast_vs_actual", "forecast_bands"}
 # What reads the ReAct runs' labels and rollouts themselves (not the frame): a new agent reruns it,
 # a new action-only subset does not.
 REACT_TABLES = {"table34_case_study", vocab.RUNNING_EXAMPLE}

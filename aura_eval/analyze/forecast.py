@@ -853,7 +853,8 @@ def status_text(result: dict) -> str:
     dollars, what is left as a band, the rate of the last ten minutes and the time left at that rate."""
     t = result["total"]
     rate = result["recent"]["per_minute"]
-    left = (f"{t['calls'] / rate:.0f} min at that rate" if rate else "no answer in the last ten minutes")
+    left = ("none: nothing is left" if not t["calls_high"] else
+            f"{t['calls'] / rate:.0f} min at that rate" if rate else "no answer in the last ten minutes")
     lines = [f"paid: {t['paid_calls']:,} answers, {_money(t['paid_usd'])} "
              f"({t['paid_tokens_in']:,} tokens in, {t['paid_tokens_out']:,} out)",
              f"left: {_band_text(t['calls_low'], t['calls'], t['calls_high'], _n)} calls, "
