@@ -970,12 +970,14 @@ def wall_time(rows: list[dict], limits: dict, config: dict | None = None) -> dic
                           _max_or_none(t.high for t in times))
     unlimited = sorted(k for k, b in buckets.items() if b["wall_s"] is None)
     h = bands.BATCH_TURNAROUND_H
+    # batch stages one after another, except the reliability runs, which wait on the same labels side by side
+    chain = len({stage.split(":")[0] for stage in batch_stages})
     return {"limits": [buckets[k] for k in sorted(buckets)], "wall_s": round(total.point, 1),
             "wall_s_low": round(total.low, 1), "wall_s_high": None if total.high is None else round(total.high, 1),
             "wall_from": "rate limits" if not unlimited else (
                 "concurrency x latency" + (" (rate limits where set)" if len(unlimited) < len(buckets) else "")),
             "unlimited": unlimited, "batch_stages": sorted(batch_stages),
-            "batch_h": [len(batch_stages) * h[0], len(batch_stages) * h[1], len(batch_stages) * h[2]]}
+            "batch_h": [chain * h[0], chain * h[1], chain * h[2]]}
 
 
 def _max_or_none(values):
@@ -1030,7 +1032,8 @@ def text(result: dict) -> str:
         lines.append(budget_line(result))
     lines.append("wall time left: nothing is left" if not t["calls_high"] else f"wall time left ({result['wall_from']}): "
                  f"{_band_text(result['wall_s_low'], result['wall_s'], result['wall_s_high'], _duration)}"
-                 + (f"; and {len(result['batch_stages'])} batch stage(s) ({', '.join(result['batch_stages'])}): "
+                 + (f"; and the batch stages ({', '.join(result['batch_stages'])}), one after another but the "
+                    f"reliability runs side by side: "
                     f"{result['batch_h'][0]:.1f} to {result['batch_h'][2]:.0f} h, typically "
                     f"{result['batch_h'][1]:.0f} h" if result["batch_stages"] else ""))
     lines.append("")
