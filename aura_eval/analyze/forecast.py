@@ -216,7 +216,8 @@ class Cell:
     notes: list = dataclasses.field(default_factory=list)
     out_seen: list = dataclasses.field(default_factory=list)  # tokens_out of the answers paid
     reasoning_seen: list = dataclasses.field(default_factory=list)
-    in_ratio: list = dataclasses.field(default_factory=list)  # provider's tokens_in / our count, per answer
+    in_ratio: list = dataclasses.field(default_factory=list)  # (provider's tokens_in, our count), per answer
+    prompt_sizes: list = dataclasses.field(default_factory=list)  # our count of each prompt it renders
     latency: list = dataclasses.field(default_factory=list)
     called_at: list = dataclasses.field(default_factory=list)  # when each paid answer was first called
     ceiling_calls: float = 0.0
@@ -235,7 +236,7 @@ class Cell:
         if answer.tokens_reasoning is not None:
             self.reasoning_seen.append(answer.tokens_reasoning)
         if answer.tokens_in and counted:
-            self.in_ratio.append(answer.tokens_in / counted)
+            self.in_ratio.append((answer.tokens_in, counted))
         if answer.latency_s:
             self.latency.append(answer.latency_s)
         if answer.called_at:
@@ -283,7 +284,7 @@ def _visible_after(stage_index: int | None, order: list[str]):
 
 def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list[dict] | None = None,
          cache: PaidAnswers | None = None, upto: str | None = None, yields: dict | None = None,
-         memo: dict | None = None) -> _Plan:
+         memo: dict | None = None, prompt_sizes: dict | None = None) -> _Plan:
     """Per stage x model: what is left and what was paid (see the module doc). `results=False` reads
     no intermediate file and no cache (the forecast before any call); `seeds`: the run's seeds (else
     selected from `rjudge_dir`); `upto`: as the files stood at that model stage's end; `memo`: a dict
@@ -356,7 +357,14 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
                     c.notes.append(f"asks what run {first} asks (same model entry): paid once, there")
                     calls, ceiling = ZERO, 0.0
                 c.calls += calls
-                lo, pt, hi = (per_call * f for f in bands.ESTIMATED_PROMPT)
+                sizes = (prompt_sizes or {}).get((group, name), [])
+                if len(sizes) >= 3:  # a pilot rendered this stage's prompts: their mean and spread
+                    per_call = sum(sizes) / len(sizes)
+                    spread = bands.mean_band(sizes, max(1.0, calls.point), 0, None)
+                    lo, pt, hi = (per_call * spread.low / spread.point, per_call, per_call * spread.high / spread.point)
+                    c.notes.append(f"prompt size from a pilot's {len(sizes)} prompts")
+                else:
+                    lo, pt, hi = (per_call * f for f in bands.ESTIMATED_PROMPT)
                 c.counted_in += calls.scale(lo, pt, hi)
                 c.ceiling_calls += ceiling
                 c.ceiling_in += ceiling * per_call * bands.ESTIMATED_PROMPT[2]
@@ -403,6 +411,7 @@ def _rendered(p: _Plan, group: str, keyed: list[tuple], found: dict, done: bool,
     answer is never cached, so a responder's request is shared within its job only, `scope`)."""
     for name, provider, key, counted, schema in keyed:
         c = p.cell(group, name)
+        c.prompt_sizes.append(counted)
         c.counts.add("config" if rule == "tag_steps" and not cached else "files")
         c.keys.add("rendered")
         seen = f"{scope}|{key}" if provider in providers.RESPONDER_PROVIDERS else key
@@ -621,11 +630,16 @@ def _clip(value: float, floor: float, cap: float | None) -> float:
     return max(floor, value if cap is None else min(cap, value))
 
 
-def _tokenizer(ep, ratios: list[float]) -> tuple[tuple[float, float, float], str]:
-    """(low, point, high) of billed input tokens per counted token, and where it comes from."""
-    if len(ratios) >= 3:
-        ordered = sorted(ratios)
-        return (ordered[0], ordered[len(ordered) // 2], ordered[-1]), "observed"
+def _tokenizer(ep, by_stage: list[list[tuple]]) -> tuple[tuple[float, float, float], str]:
+    """(low, point, high) of billed input tokens per counted token, and where it comes from: once the
+    model's answers report their input tokens, billed over counted in all (the point) and the lowest
+    and highest of that ratio per stage with 3 answers or more (prompts of one stage are alike; a
+    stage's total averages its prompts out); before, the provider's assumed band."""
+    pairs = [pair for stage in by_stage for pair in stage]
+    if len(pairs) >= 3:
+        ratio = sum(b for b, _ in pairs) / sum(c for _, c in pairs)
+        per_stage = [sum(b for b, _ in st) / sum(c for _, c in st) for st in by_stage if len(st) >= 3] or [ratio]
+        return (min(per_stage + [ratio]), ratio, max(per_stage + [ratio])), "observed"
     return bands.TOKENIZER.get(ep.provider, bands.TOKENIZER_OTHER), "assumed"
 
 
@@ -710,7 +724,8 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
     seen, yields, pilot_note = _pilot(Path(pilot)) if pilot is not None else (None, {}, None)
     cache = PaidAnswers(cache_path)
     try:
-        p = plan(config, root, results, seeds, cache if results else None, upto, yields, memo)
+        p = plan(config, root, results, seeds, cache if results else None, upto, yields, memo,
+                 None if seen is None else {key: c.prompt_sizes for key, c in seen.cells.items()})
     finally:
         cache.close()
     if seen is not None:
@@ -721,7 +736,7 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
     ratios = _model_ratios(p, defaults)
     in_ratios = defaultdict(list)
     for (_, name), c in p.cells.items():
-        in_ratios[name] += c.in_ratio
+        in_ratios[name].append(c.in_ratio)
     rows, uncapped = [], set()
     for stage in stages.call_groups():
         for (s, name), c in sorted(p.cells.items()):
