@@ -326,7 +326,7 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
                 keyed = memo[memo_key]
             else:
                 requests = stage.requests(ctx) if stage.requests and (results or stage.rule == "tag_steps") else None
-                keyed = None if requests is None else _keyed(requests, call)
+                keyed = None if requests is None else _keyed(requests, call, stage.rule)
                 if memo is not None and keyed is not None:
                     memo[memo_key] = keyed
             if keyed is not None:  # (the seeds' tagging prompts need no model call: rendered before any)
@@ -378,24 +378,27 @@ def _panel_phase1(read, config: dict, job: dict) -> bool:
                for j in jobs.judges(config))
 
 
-EXACT_PER_JOB = 100  # prompts per job counted exactly; the rest at their characters times the ratio these showed
+EXACT_PER_STAGE = 60  # prompts per stage counted exactly; the rest at their characters times the ratio these showed
 _SCHEMA_TOKENS: dict[str, int] = {}
+_CHARS_PER_TOKEN: dict[str, list] = {}  # stage -> [prompts counted exactly, their tokens, their characters]
 
 
-def _keyed(requests: list, call) -> list[tuple]:
+def _keyed(requests: list, call, rule: str) -> list[tuple]:
     """[(endpoint name, provider, cache key, counted input tokens, schema tokens)] of rendered requests.
-    Counting a long prompt takes milliseconds (tiktoken), so past EXACT_PER_JOB a job's prompts are
-    counted from their characters at the ratio its first ones showed (within a few percent)."""
-    out, tokens, chars = [], 0, 0
-    for i, r in enumerate(requests):
+    Counting a long prompt takes milliseconds (tiktoken), so past EXACT_PER_STAGE a stage's prompts
+    (one template, so one mix of text) are counted from their characters at the ratio its first ones
+    showed (within a few percent)."""
+    out = []
+    seen = _CHARS_PER_TOKEN.setdefault(rule, [0, 0, 0])
+    for r in requests:
         req = dataclasses.replace(r, endpoint=call.endpoint(r.endpoint))
         described = describe(req)
         size = sum(len(m.get("content") or "") for m in req.messages)
-        if i < EXACT_PER_JOB:
+        if seen[0] < EXACT_PER_STAGE:
             counted = count_tokens(req.messages)
-            tokens, chars = tokens + counted, chars + size
+            seen[0], seen[1], seen[2] = seen[0] + 1, seen[1] + counted, seen[2] + size
         else:
-            counted = round(size * tokens / max(1, chars))
+            counted = round(size * seen[1] / max(1, seen[2]))
         fmt = described["response_format"]
         text = json.dumps(fmt, sort_keys=True) if fmt else ""
         if text not in _SCHEMA_TOKENS:
