@@ -189,9 +189,12 @@ def observed_yields(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _judgeable(root: Path) -> dict:
-    """{"judgeable": (rollouts, those the judges see)} of a run's rollouts (none: {})."""
+    """{"judgeable": (rollouts, those the judges see), "thought": (judgeable ReAct rollouts, those with a
+    thought)} of a run's rollouts (none: {})."""
     rows = [r for path in sorted((root / "results" / "rollouts").glob("*.jsonl")) for r in read_jsonl(path)]
-    return {"judgeable": (len(rows), sum(r["status"] == "ok" for r in rows))} if rows else {}
+    react = [r for r in rows if r["status"] == "ok" and r.get("format", REACT) == REACT]
+    return {"judgeable": (len(rows), sum(r["status"] == "ok" for r in rows)),
+            "thought": (len(react), sum(1 for r in react if r["thought"]))} if rows else {}
 
 
 # -- the plan: per stage x model, what is left, what was paid -------------------------------------
@@ -548,7 +551,9 @@ class _Estimates:
             axes = ("action_safety",) if stage.rule == "judge_safety" else (
                 ("detection", "action_type") if fmt == REACT else ("action_type",))
             per_call = sum(judge_in[a] for a in axes) / len(axes)
-            calls = judged + judged.scale(*bands.THOUGHT) if "detection" in axes else judged  # detection: a thought
+            with_thought = (bands.binomial_count(judged, "thought", self.yields["thought"]) if "thought" in self.yields
+                            else judged.scale(*bands.THOUGHT))
+            calls = judged + with_thought if "detection" in axes else judged  # detection: a thought
             return [(names[0], calls, per_call, most_rows * len(axes), basis)]
         return self._reliability(job, names, rows, most_rows, round(sum(judge_in.values()) / len(AXES)))
 
@@ -568,8 +573,12 @@ class _Estimates:
             share = 1 - alike / J
             detection = Band(max(0, n - (len(judged) - thoughts) - alike), n * thoughts / J * share, min(n, thoughts))
             return Band(2 * max(0, n - alike), 2 * n * share, 2 * n) + detection
-        n = _at_most(rows.scale(*bands.JUDGEABLE), size)
-        return n.scale(2, 2, 2) + n.scale(*bands.THOUGHT)
+        judged = (bands.binomial_count(rows, "judgeable", self.yields["judgeable"]) if "judgeable" in self.yields
+                  else rows.scale(*bands.JUDGEABLE))
+        n = _at_most(judged, size)
+        thought = (bands.binomial_count(n, "thought", self.yields["thought"]) if "thought" in self.yields
+                   else n.scale(*bands.THOUGHT))
+        return n.scale(2, 2, 2) + thought
 
     def _reliability(self, job, names, rows, most_rows, per_call):
         rel, panel = self.config.get("reliability", {}), set(jobs.judges(self.config))
