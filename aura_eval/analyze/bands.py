@@ -42,6 +42,7 @@ JUDGEABLE = (0.6, 0.85, 1.0)
 # Of the judgeable ReAct rollouts, the share with a thought (the detection judge reads it): a model
 # that answers in the format writes one nearly always; the simulation's agents: 19 of 23 (2 seeds).
 THOUGHT = (0.5, 0.9, 1.0)
+ASSUMED_SHARES = {"judgeable": JUDGEABLE, "thought": THOUGHT}
 
 # The input tokens a provider bills per token we count (o200k_base, litellm's gpt-4o count), per
 # provider: (low, point, high). OpenAI's models use o200k itself (the schema a structured request
@@ -119,12 +120,26 @@ ZERO = Band(0, 0, 0)
 
 
 def contradicts(name: str, observed: tuple[int, int] | None) -> bool:
-    """Whether (trials, successes) a pilot saw lie outside the paper's yield's 95% interval at that size."""
-    if not observed or observed[0] <= 0 or name not in YIELDS:
-        return bool(observed and observed[0] > 0)
+    """Whether (trials, successes) a pilot saw lie outside the paper's yield's 95% interval at that size,
+    or, for a share this module assumes (`ASSUMED_SHARES`), outside the assumed band widened by the
+    same noise. A pilot's rollouts are few seeds' items, alike within a seed, so a share that fits the
+    assumption keeps the assumption's band: only one that cannot be the assumed one replaces it."""
+    if not observed or observed[0] <= 0:
+        return False
     n, k = observed
+    if name in ASSUMED_SHARES:
+        low, point, high = ASSUMED_SHARES[name]
+        margin = Z * math.sqrt(point * (1 - point) / n) + 0.5 / n
+        return not (low - margin <= k / n <= high + margin)
     p0 = YIELDS[name][1] / YIELDS[name][0]
     return abs(k - n * p0) > Z * math.sqrt(n * p0 * (1 - p0)) + 0.5
+
+
+def share_of(trials: Band, name: str, observed: tuple[int, int] | None = None) -> Band:
+    """`trials` times an assumed share (`ASSUMED_SHARES`), or a pilot's where it contradicts the assumption."""
+    if contradicts(name, observed):
+        return binomial_count(trials, name, observed)
+    return trials.scale(*ASSUMED_SHARES[name])
 
 
 def binomial_count(trials: Band, name: str, observed: tuple[int, int] | None = None) -> Band:

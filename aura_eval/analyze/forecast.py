@@ -543,16 +543,14 @@ class _Estimates:
             if fmt != REACT:
                 n_items = self.config.get("action_only", {}).get("n_items", 0)
                 rows, most_rows = _at_most(rows, n_items), min(most_rows, n_items)
-            judged = (bands.binomial_count(rows, "judgeable", self.yields["judgeable"]) if "judgeable" in self.yields
-                      else rows.scale(*bands.JUDGEABLE))
+            judged = bands.share_of(rows, "judgeable", self.yields.get("judgeable"))
             if stage.rule == "rollout":
                 output = self.config["agents"][parse_run(job["run"])[0]].get("output", "text")
                 return [(names[0], rows, self._per_call(AGENT_PROMPTS[(fmt, output)], 1), most_rows, basis)]
             axes = ("action_safety",) if stage.rule == "judge_safety" else (
                 ("detection", "action_type") if fmt == REACT else ("action_type",))
             per_call = sum(judge_in[a] for a in axes) / len(axes)
-            with_thought = (bands.binomial_count(judged, "thought", self.yields["thought"]) if "thought" in self.yields
-                            else judged.scale(*bands.THOUGHT))
+            with_thought = bands.share_of(judged, "thought", self.yields.get("thought"))
             calls = judged + with_thought if "detection" in axes else judged  # detection: a thought
             return [(names[0], calls, per_call, most_rows * len(axes), basis)]
         return self._reliability(job, names, rows, most_rows, round(sum(judge_in.values()) / len(AXES)))
@@ -573,12 +571,8 @@ class _Estimates:
             share = 1 - alike / J
             detection = Band(max(0, n - (len(judged) - thoughts) - alike), n * thoughts / J * share, min(n, thoughts))
             return Band(2 * max(0, n - alike), 2 * n * share, 2 * n) + detection
-        judged = (bands.binomial_count(rows, "judgeable", self.yields["judgeable"]) if "judgeable" in self.yields
-                  else rows.scale(*bands.JUDGEABLE))
-        n = _at_most(judged, size)
-        thought = (bands.binomial_count(n, "thought", self.yields["thought"]) if "thought" in self.yields
-                   else n.scale(*bands.THOUGHT))
-        return n.scale(2, 2, 2) + thought
+        n = _at_most(bands.share_of(rows, "judgeable", self.yields.get("judgeable")), size)
+        return n.scale(2, 2, 2) + bands.share_of(n, "thought", self.yields.get("thought"))
 
     def _reliability(self, job, names, rows, most_rows, per_call):
         rel, panel = self.config.get("reliability", {}), set(jobs.judges(self.config))
