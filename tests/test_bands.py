@@ -89,3 +89,14 @@ def test_make_pilot_and_status_run_the_commands_the_guide_names():
         assert re.search(re.escape(command) + r"\s*$", dry.stdout, re.M), dry.stdout
     guide = (ROOT / "docs/running-the-paper.md").read_text(encoding="utf-8")
     assert "make pilot CONFIG=config/paper.yaml PILOT_SEEDS=2" in guide and "make status" in guide
+
+
+def test_a_pilot_s_share_replaces_the_assumed_band_only_where_it_cannot_be_the_assumed_one():
+    rows = Band.exact(1000)
+    assumed = rows.scale(*bands.JUDGEABLE)
+    assert bands.share_of(rows, "judgeable") == assumed
+    # a pilot's 280 of 280 judgeable: within the assumed 60-100%, so the band stays (its seeds are few)
+    assert bands.share_of(rows, "judgeable", (280, 280)) == assumed
+    # 84 of 280 (30%): no model the assumption describes; the pilot's share at its own size
+    seen = bands.share_of(rows, "judgeable", (280, 84))
+    assert seen.point == pytest.approx(300) and seen.high < assumed.low
