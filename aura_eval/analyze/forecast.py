@@ -295,7 +295,15 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
     root = Path(root)
     order = [s.rule for s in stages.registry().values()]
     file_ok, stage_ok = _visible_after(None if upto is None else order.index(upto), order)
-    read_file = (lambda rel: _read(root, rel) if file_ok(rel) else None) if results else (lambda rel: None)
+    def read_file(rel: str):
+        if not results or not file_ok(rel):
+            return None
+        if memo is None:
+            return _read(root, rel)
+        if ("file", rel) not in memo:  # the files stand still while one memo lives
+            memo[("file", rel)] = _read(root, rel)
+        return memo[("file", rel)]
+
     seeds = seeds or run_seeds(config, root)
 
     def read(name: str):

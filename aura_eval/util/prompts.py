@@ -7,6 +7,7 @@ pass and never re-read as template source, so a trajectory containing `{x}`,
 
 from __future__ import annotations
 
+import copy
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,20 @@ class Prompt:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+_PARSED: dict[tuple, dict] = {}  # (path, mtime_ns, size) -> its parsed YAML: a forecast renders thousands of prompts
+
+
+def _parsed(path: Path) -> dict:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return copy.deepcopy(_PARSED[key])  # a caller may change its schema
+
+
 def load_prompt(prompt_id: str, prompts_dir: str | Path = PROMPTS_DIR) -> Prompt:
     path = Path(prompts_dir) / f"{prompt_id}.yaml"
-    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec = _parsed(path)
     missing = {"id", "version", "system", "user"} - set(spec)
     if missing:
         raise ValueError(f"{path}: missing keys {sorted(missing)}")
