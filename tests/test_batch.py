@@ -248,6 +248,7 @@ ModelClient({"cache": sys.argv[2], "replay": False, "concurrency": {"default": 8
 """
 
 
+@pytest.mark.e2e  # a killed process per provider (8-16 s each): the slower tier
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_killed_job_resumes_polling_and_submits_nothing_new(batch_stub, settings, provider, tmp_path):
     batch_stub.state.polls_before_end = 10**6
@@ -410,6 +411,7 @@ def test_batch_on_a_provider_without_batch_api_is_a_config_error():
     check_config({"models": {"gpt": config["models"]["gpt"], "gem": config["models"]["gem"]}})
 
 
+@pytest.mark.e2e  # a workflow run (18 s): the slower tier, so `make test` keeps its 5 minutes
 def test_workflow_tags_through_a_batch(batch_stub, tmp_path, monkeypatch):
     """The tag_steps job with a `batch: true` tagger: one batch, the rows from it, and a forced
     rerun answered from the cache without a new submission."""

@@ -73,7 +73,7 @@ def test_the_kubernetes_profile_names_the_image_make_image_builds():
     assert "docker build -t $(IMAGE) ." in (ROOT / "Makefile").read_text()
 
 
-@pytest.mark.suite
+@pytest.mark.e2e  # pip's resolver over the whole requirement set (19 s): the slower tier
 def test_a_fresh_install_resolves_to_exactly_the_pinned_set(tmp_path):
     """What a fresh image gets: pip resolves requirements.txt with constraints.txt ignoring what this
     venv holds; every package it would install is pinned, at its pin, and every pin is used."""
