@@ -51,6 +51,7 @@ def test_slurm_profile_dry_run_plans_every_job_with_the_profile_resources(work):
                 "cpus_per_task=1"} <= set(line.split(", "))
 
 
+@pytest.mark.e2e  # 9-12 s: the slower tier keeps `make test` within 5 minutes
 def test_kubernetes_profile_dry_run_maps_every_file_to_storage(work, tmp_path):
     pytest.importorskip("snakemake_storage_plugin_fs", reason="the Kubernetes profile's storage plugin "
                         "(snakemake-storage-plugin-fs, requirements.txt) is not installed")
@@ -78,6 +79,7 @@ echo "{name} $*" >> "$FAKE_SLURM_LOG"
 """
 
 
+@pytest.mark.e2e  # 9-12 s: the slower tier keeps `make test` within 5 minutes
 def test_under_slurm_model_jobs_run_here_and_the_others_go_to_sbatch(work, tmp_path, monkeypatch):
     """tag_steps (a model job) runs on this host; truncate_prefixes, which needs its tags, is
     submitted with the profile's resources and refused by the stub cluster."""

@@ -101,7 +101,7 @@ def _plan(work, *args) -> tuple[dict[str, int], list[str]]:
     return jobs, [line for line in proc.stderr.splitlines() if line.startswith("config: ")]
 
 
-@pytest.mark.suite
+@pytest.mark.e2e  # Snakemake runs of 9-10 s: the slower tier keeps `make test` within 5 minutes
 def test_switch_dependent_roles_default_to_the_config_s_models(work):
     default_jobs, filled = _plan(work)
     assert filled == []  # config/config.yaml sets every key that has a dependent default
@@ -123,7 +123,7 @@ def test_switch_dependent_roles_default_to_the_config_s_models(work):
     assert filled == [] and jobs["reliability"] == 1  # the repeats only
 
 
-@pytest.mark.suite
+@pytest.mark.e2e  # Snakemake runs of 9-10 s: the slower tier keeps `make test` within 5 minutes
 def test_a_config_naming_only_models_roles_and_agents_runs(work, tmp_path):
     path = _config_file(work, "minimal.yaml", MINIMAL)
     jobs, filled = _plan(work, "--configfile", str(path))
