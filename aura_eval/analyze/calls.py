@@ -309,18 +309,19 @@ def forecast_bands(checkpoints: list[tuple[str, dict]]) -> pd.DataFrame:
     final = checkpoints[-1][1]["total"]
     rows = []
     for measure, paid in BAND_MEASURES.items():
-        actual, before = final[paid], None
-        for at, result in checkpoints:
+        actual = final[paid]
+        for i, (at, result) in enumerate(checkpoints):
             t = result["total"]
             low, point = t[paid] + t[f"{measure}_low"], t[paid] + t[measure]
             high = None if t[f"{measure}_high"] is None else t[paid] + t[f"{measure}_high"]
-            width = None if high is None else high - low
-            narrowed = None if before is None else (width is not None and (before[0] is None or width <= before[0] * 1.000001 + 1e-9))
+            width = None if high is None else high - low  # None: unbounded
+            # no wider than the band before (an unbounded one is wider than any bounded one)
+            narrowed = None if i == 0 else width is not None and (before is None or width <= before * 1.000001 + 1e-9)
             rows.append({"measure": measure, "at": at, "low": low, "point": point, "high": high,
                          "width": None if width is None or not point else round(width / point, 4),
                          "actual": actual, "held": low - 1e-6 <= actual and (high is None or actual <= high + 1e-6),
                          "narrowed": narrowed})
-            before = (width,)
+            before = width
     df = pd.DataFrame(rows, columns=BAND_COLUMNS)
     for c in ("low", "point", "high", "actual"):
         df[c] = df[c].astype(float).round(4)

@@ -44,13 +44,10 @@ def map_entry(model: str) -> dict | None:
 
 def per_token(model: str, price: dict | None = None, batch: bool = False) -> tuple[float, float, str] | None:
     """(USD per input token, USD per output token, where the price comes from), or None: unpriced."""
-    if provider_of(model) in IN_PROCESS_PROVIDERS:  # free, unless the entry prices it (a simulated stand-in)
-        if not price:
-            return 0.0, 0.0, "in-process"
-        cin, cout = price["input_per_mtok"] / 1e6, price["output_per_mtok"] / 1e6
-        return (cin / 2, cout / 2, "config price (in-process), half for batch") if batch else (
-            cin, cout, "config price (in-process)")
-    entry = map_entry(model)
+    in_process = provider_of(model) in IN_PROCESS_PROVIDERS
+    if in_process and not price:  # free, unless its entry prices it (a simulated stand-in): then as any `price`
+        return 0.0, 0.0, "in-process"
+    entry = None if in_process else map_entry(model)
     if entry and entry.get("input_cost_per_token") is not None and entry.get("output_cost_per_token") is not None:
         cin, cout = float(entry["input_cost_per_token"]), float(entry["output_cost_per_token"])
         if not batch:
