@@ -116,9 +116,9 @@ def test_hits_answered_first_and_only_misses_batched(batch_stub, settings, provi
 
 
 def test_requests_beyond_the_provider_limit_go_in_several_batches(batch_stub, settings, monkeypatch):
-    from aura_eval.llm import batch
+    from aura_eval.llm.vendors.openai_batch import OpenAIBatch
 
-    monkeypatch.setitem(batch.MAX_REQUESTS, "openai", 2)
+    monkeypatch.setattr(OpenAIBatch, "max_requests", 2)
     results = ModelClient(settings, "t", progress=False).run(batch_requests(batch_stub, "openai", 5))
     assert [r.status for r in results] == ["ok"] * 5
     assert [n for _, _, n in batch_stub.state.submissions] == [2, 2, 1]
@@ -464,20 +464,28 @@ def test_the_budget_covers_batch_requests(batch_stub, settings):
     assert (count, settled) == (2, 2) and total == pytest.approx(2 * HALF_PRICE)
 
 
-def test_batch_knows_every_batch_provider_and_uses_the_client_by_its_public_interface():
+def test_batch_knows_every_batch_provider_and_uses_the_client_by_its_narrow_interface():
+    """One adapter per batch provider, each behind `vendors.BatchAdapter`; `BatchRun` reads of the
+    client only what `batch.BatchHost` declares (and `ModelClient` has all of it)."""
     import ast
     from pathlib import Path
 
     from aura_eval.llm import batch, providers
+    from aura_eval.llm.vendors import BatchAdapter
 
     assert sorted(batch.ADAPTERS) == sorted(providers.BATCH_PROVIDERS)
     assert all(adapter.provider == name for name, adapter in batch.ADAPTERS.items())
+    declared = {name for name in BatchAdapter.__dict__ if not name.startswith("_")} | set(
+        BatchAdapter.__annotations__)
+    assert all(declared <= set(dir(adapter)) | {"sdk_version"} for adapter in batch.ADAPTERS.values())
     tree = ast.parse(Path(batch.__file__).read_text(encoding="utf-8"))
-    private = sorted({node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                      and node.attr.startswith("_") and not node.attr.startswith("__")
-                      and (isinstance(node.value, ast.Name) and node.value.id == "c"
-                           or isinstance(node.value, ast.Attribute) and node.value.attr == "client")})
-    assert private == []
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and (isinstance(node.value, ast.Name) and node.value.id in ("c", "client")
+                 or isinstance(node.value, ast.Attribute) and node.value.attr == "client")}
+    host = {name for name in batch.BatchHost.__dict__ if not name.startswith("_")} | set(
+        batch.BatchHost.__annotations__)
+    assert used and sorted(used - host) == []
+    assert host <= set(dir(ModelClient)) | {"stage", "replay", "call", "cache"}
 
 
 @pytest.mark.serial

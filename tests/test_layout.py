@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # tables, figures and report. A module may import only earlier ones.
 FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow_config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
-        "llm.ratelimit", "llm.local", "llm.stop", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
+        "llm.ratelimit", "llm.local", "llm.stop", "llm.auth", "llm.wire", "llm.vendors.base", "llm.vendors.openai_batch",
+        "llm.vendors.anthropic_batch", "llm.vendors.gemini_batch", "llm.vendors", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
         "stages", "jobs", "cluster", "run_config",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
@@ -74,7 +75,7 @@ def test_the_model_module_imports_nothing_of_the_workflow():
 @pytest.mark.suite
 def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
-               "llm.ratelimit", "llm.local", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
+               "llm.ratelimit", "llm.local", "llm.auth", "llm.wire", "llm.vendors", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
                "construct.variation", "construct.pairing", "construct.release", "construct.card", "evaluate.action_only", "evaluate.rollout",
                "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",

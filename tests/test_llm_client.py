@@ -215,7 +215,7 @@ def test_identical_requests_in_one_batch_are_sent_once(stub, llm_settings):
 
 
 def test_the_value_of_a_named_key_variable_is_scrubbed(monkeypatch):
-    from aura_eval.llm.client import scrub_secrets
+    from aura_eval.llm.wire import scrub_secrets
 
     monkeypatch.setenv("AURA_PLAIN_CRED", "value-0123456789")
     text = "got value-0123456789; Authorization: Bearer abcdefghijk123; x-api-key: zzzzzzzz99"

@@ -12,13 +12,8 @@ import pytest
 
 from aura_eval.construct.common import rewrite_schema
 from aura_eval.llm import Endpoint, Request
-from aura_eval.llm.client import (
-    ModelClient,
-    is_retryable,
-    litellm_module,
-    retry_after_s,
-    without_prefix_items,
-)
+from aura_eval.llm.client import ModelClient
+from aura_eval.llm.wire import is_retryable, litellm_module, retry_after_s, without_prefix_items
 from tests import timing
 from tests.emulators import EMULATORS
 from tests.emulators.base import BAD_KEY, FATAL, REACT_TEXT

@@ -1,52 +1,50 @@
-"""Provider batch APIs for the models whose entry sets `batch: true`: OpenAI's Batch API,
-Anthropic's Message Batches and Gemini's Batch Mode, at about half the price and within 24 hours
-instead of seconds.
+"""One job's requests of the models whose entry sets `batch: true`, through their provider's batch
+API (about half the price, within 24 hours instead of seconds): each vendor's API is an adapter of
+`vendors` (its SDK used directly: litellm's batch functions cover OpenAI only); `BatchRun` does the
+rest, needing of the client only `BatchHost`.
 
-`ModelClient.run` hands a batch model's requests to a `BatchRun`: cache hits are answered at
-once, replay mode raises on a miss as the live path does, and only the misses go out, as one
-batch per (provider, model, endpoint) and size limit. The openai, anthropic and google-genai SDKs
-are used directly: litellm's batch functions cover OpenAI only and add a layer between us and the
-file and batch objects whose ids we keep.
-
-Crash-safe: each batch's id, provider, model, state and times, and the keys it holds (the
-custom_id of each request is its cache key) with their requests, are kept in the cache database
-as soon as the provider names the batch. A rerun polls the batches that are still open instead
-of submitting their keys again; a batch's results go into the response cache (`put_first`), so
-replay answers them like any other call. A batch that ends (completed, expired, cancelled,
-failed) is marked ingested; its unanswered keys are not cached, so a later run submits them anew.
-Every key ends as a Result: per-item errors, unanswered items of an expired or cancelled batch,
-a refused submission and a batch still open after `llm.batch_max_wait_s` are status "failed"
-with the reason.
+Crash-safe: each batch and the keys it holds (the custom_id of a request is its cache key) are
+kept in the cache file as soon as the provider names the batch, so a rerun polls the batches still
+open instead of submitting their keys again, and their answers go into the response cache
+(`put_first`), which a replay answers from. Every key ends as a Result; what no answer came for
+(per-item errors, an expired or cancelled batch, a refused submission, a batch still open after
+`llm.batch_max_wait_s`) is "failed" with the reason, and a later run submits it anew.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from dataclasses import dataclass
+from typing import Protocol
 
-from aura_eval.llm import pricing, stop
-from aura_eval.llm.cache import cache_key
+from aura_eval.llm import auth, pricing, stop
+from aura_eval.llm.cache import ResponseCache, cache_key
 from aura_eval.llm.providers import BATCH_PROVIDERS
+from aura_eval.llm.settings import CallSettings
 from aura_eval.llm.types import CALL_FIELDS, Endpoint, Request, Result, utc_now
-
-# The providers' limits per batch (requests, bytes of requests), with a margin on the bytes.
-# Gemini's inline requests must stay under 20 MB per batch (its docs); no count limit is documented.
-MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000, "gemini": 100_000}
-MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000, "gemini": 19_000_000}
-# Anthropic requires max_tokens; litellm's default for Anthropic models when none is set.
-ANTHROPIC_MAX_TOKENS = 4096
+from aura_eval.llm.vendors import ADAPTERS, BatchAdapter, Status
+from aura_eval.llm.wire import describe, params_of
 
 
-@dataclass
-class Status:
-    state: str  # the provider's status of the batch
-    ended: bool  # no more answers will come
-    progress: str  # e.g. "12/40 done, 1 failed"
-    reason: str | None  # why items went unanswered (expired, cancelled, failed), where it says
-    raw: object
+class BatchHost(Protocol):
+    """What a `BatchRun` needs of the job's client (`client.ModelClient` is one): the steps a live
+    call takes, the job's cache and call settings; nothing else of the client."""
+
+    stage: str
+    replay: bool
+    call: CallSettings  # batch_poll_s, batch_max_wait_s; timeout_s and max_retries for the adapters
+    cache: ResponseCache
+
+    def check_stop(self) -> None: ...
+    def cached(self, key: str) -> dict | None: ...
+    def result_from(self, req: Request, response: dict, key: str, cache_hit: bool) -> Result: ...
+    def raise_replay_miss(self, req: Request, described: dict, key: str): ...
+    def reserve_budget(self, req: Request, key: str) -> tuple[int | None, str | None]: ...
+    def settle_budget(self, hold: int, cost: float) -> None: ...
+    def count_calls(self, n: int) -> None: ...
+    def scrub(self, text: str | None) -> str | None: ...
+    def log_call(self, result: Result) -> None: ...
 
 
 def batch_price(endpoint: Endpoint) -> tuple[float, float] | None:
@@ -66,303 +64,6 @@ def _cost(per: tuple[float, float] | None, tokens_in: int | None, tokens_out: in
         return None
     return tokens_in * per[0] + tokens_out * per[1]
 
-
-def status_code_of(err: Exception) -> int | None:
-    """The HTTP status of an SDK error (openai and anthropic: `status_code`; google-genai: `code`)."""
-    code = getattr(err, "status_code", None) or getattr(err, "code", None)
-    return code if isinstance(code, int) else None
-
-
-def is_auth_error(err: Exception) -> bool:
-    """A missing or refused key (never mended by waiting; the stage fails the job on it). Google
-    answers a bad key with 400 API_KEY_INVALID, so its text counts too."""
-    text = str(err).lower()
-    return (status_code_of(err) in (401, 403) or "credentials" in text or "api_key" in text
-            or "api key not valid" in text)
-
-
-def _api_key(endpoint: Endpoint) -> str | None:
-    """The key from the variable the entry names; None lets the SDK read its own variable."""
-    return os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else None
-
-
-class _OpenAI:
-    """OpenAI's Batch API: a JSONL file of /v1/chat/completions bodies, a batch, its output and error files."""
-
-    provider = "openai"
-    url = "/v1/chat/completions"
-
-    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
-        import openai
-
-        self.litellm = litellm
-        self.sdk_version = f"openai {openai.__version__}"
-        self.api = openai.OpenAI(base_url=endpoint.api_base or None, api_key=_api_key(endpoint),
-                                 timeout=float(settings.timeout_s), max_retries=int(settings.max_retries))
-
-    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
-        """The request body litellm would send live: its mapping of the sampling parameters to the
-        model's (e.g. max_tokens -> max_completion_tokens for the gpt-5 family)."""
-        name = described["model"].split("/", 1)[1]
-        params = {k: v for k, v in described["params"].items() if k != "mock_response"}
-        if described["response_format"] is not None:
-            params["response_format"] = described["response_format"]
-        try:
-            mapped = self.litellm().utils.get_optional_params(model=name, custom_llm_provider="openai", **params)
-        except Exception as err:  # a parameter the model refuses, as the live call would
-            return None, f"openai batch: {type(err).__name__}: {err}"[:1000]
-        mapped.pop("stream", None)
-        extra = mapped.pop("extra_body", None) or {}
-        return {"custom_id": key, "method": "POST", "url": self.url,
-                "body": {"model": name, "messages": described["messages"], **mapped, **extra}}, None
-
-    def check(self) -> None:
-        """Raise unless the batch API answers with this key (the preflight's cheapest call)."""
-        self.api.batches.list(limit=1)
-
-    def create(self, lines: list[dict]) -> tuple[str, str]:
-        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
-        upload = self.api.files.create(file=("requests.jsonl", data, "application/jsonl"), purpose="batch")
-        batch = self.api.batches.create(input_file_id=upload.id, endpoint=self.url, completion_window="24h")
-        return batch.id, batch.status
-
-    def retrieve(self, batch_id: str) -> Status:
-        batch = self.api.batches.retrieve(batch_id)
-        counts = batch.request_counts
-        progress = f"{counts.completed}/{counts.total} done, {counts.failed} failed" if counts else "no counts yet"
-        reason = {"expired": "expired: the provider's 24 h window passed", "cancelled": "cancelled"}.get(batch.status)
-        if batch.status == "failed":
-            errors = [f"{e.code}: {e.message}" for e in ((batch.errors and batch.errors.data) or [])]
-            reason = "failed: " + ("; ".join(errors) or "no reason given")
-        return Status(batch.status, batch.status in ("completed", "expired", "cancelled", "failed"), progress,
-                      reason, batch)
-
-    def answers(self, status: Status, keys: list[str]):
-        """(key, response record or None, error or None) for each line of the output and error files
-        (`keys`, the batch's keys in submission order, are for providers that answer by position)."""
-        for file_id in (status.raw.output_file_id, status.raw.error_file_id):
-            if not file_id:
-                continue
-            for text in self.api.files.content(file_id).text.splitlines():
-                try:
-                    line = json.loads(text)
-                except json.JSONDecodeError:
-                    continue  # its key stays unanswered and is reported so
-                response = line.get("response") or {}
-                body = response.get("body") or {}
-                if response.get("status_code") == 200 and not line.get("error") and body.get("choices"):
-                    choice, usage = body["choices"][0], body.get("usage") or {}
-                    yield line["custom_id"], {
-                        "content": choice["message"].get("content"), "finish_reason": choice.get("finish_reason"),
-                        "reasoning": choice["message"].get("reasoning_content"),
-                        "refusal": choice["message"].get("refusal"),
-                        "tokens_in": usage.get("prompt_tokens"), "tokens_out": usage.get("completion_tokens"),
-                        "tokens_reasoning": (usage.get("completion_tokens_details") or {}).get("reasoning_tokens"),
-                        "provenance": {"response_id": body.get("id"), "response_model": body.get("model"),
-                                       "system_fingerprint": body.get("system_fingerprint")}}, None
-                else:
-                    error = line.get("error") or body.get("error") or {}
-                    yield line["custom_id"], None, (f"status {response.get('status_code')}: "
-                                                    f"{error.get('code') or error.get('type')}: {error.get('message')}")
-
-
-class _Anthropic:
-    """Anthropic's Message Batches: one request of Messages API params per custom_id."""
-
-    provider = "anthropic"
-    unsupported = ("seed", "presence_penalty", "frequency_penalty", "reasoning_effort")  # no Messages API field
-
-    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
-        import anthropic
-
-        self.sdk_version = f"anthropic {anthropic.__version__}"
-        base = (endpoint.api_base or "").rstrip("/")
-        base = base[:-3] if base.endswith("/v1") else base  # the SDK adds /v1 itself
-        self.api = anthropic.Anthropic(base_url=base or None, api_key=_api_key(endpoint),
-                                       timeout=float(settings.timeout_s), max_retries=int(settings.max_retries))
-
-    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
-        params = described["params"]
-        refused = [name for name in self.unsupported if name in params]
-        if refused:
-            return None, f"anthropic batch: the Messages API has no {', '.join(refused)} (remove from params)"
-        system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
-        body = {"model": described["model"].split("/", 1)[1],
-                "messages": [m for m in described["messages"] if m["role"] != "system"],
-                "max_tokens": params.get("max_tokens", ANTHROPIC_MAX_TOKENS)}
-        if system:
-            body["system"] = system
-        for name in ("temperature", "top_p"):
-            if name in params:
-                body[name] = params[name]
-        if "stop" in params:
-            body["stop_sequences"] = params["stop"]
-        # No JSON schema is sent: the prompts ask for JSON and the answer is parsed as on the live path.
-        return {"custom_id": key, "params": body}, None
-
-    def check(self) -> None:
-        self.api.messages.batches.list(limit=1)
-
-    def create(self, lines: list[dict]) -> tuple[str, str]:
-        batch = self.api.messages.batches.create(requests=lines)
-        return batch.id, batch.processing_status
-
-    def retrieve(self, batch_id: str) -> Status:
-        batch = self.api.messages.batches.retrieve(batch_id)
-        c = batch.request_counts
-        progress = (f"{c.succeeded + c.errored + c.canceled + c.expired}/"
-                    f"{c.processing + c.succeeded + c.errored + c.canceled + c.expired} done, "
-                    f"{c.errored} errored, {c.canceled} canceled, {c.expired} expired")
-        return Status(batch.processing_status, batch.processing_status == "ended", progress, None, batch)
-
-    def answers(self, status: Status, keys: list[str]):
-        for item in self.api.messages.batches.results(status.raw.id):
-            item = item.model_dump()
-            result = item.get("result") or {}
-            if result.get("type") == "succeeded":
-                message = result["message"]
-                usage = message.get("usage") or {}
-                yield item["custom_id"], {
-                    "content": "".join(b.get("text", "") for b in message.get("content") or []
-                                       if b.get("type") == "text"),
-                    # the provider's own stop reason (max_tokens, refusal): answers.read_answer knows both
-                    "finish_reason": message.get("stop_reason"),
-                    "reasoning": "".join(b.get("thinking", "") for b in message.get("content") or []
-                                         if b.get("type") == "thinking") or None,
-                    "refusal": (message.get("stop_details") or {}).get("explanation"),
-                    "tokens_in": usage.get("input_tokens"),
-                    "tokens_out": usage.get("output_tokens"),
-                    "provenance": {"response_id": message.get("id"), "response_model": message.get("model"),
-                                   "system_fingerprint": None}}, None
-            elif result.get("type") == "errored":
-                error = (result.get("error") or {}).get("error") or {}
-                yield item["custom_id"], None, f"errored: {error.get('type')}: {error.get('message')}"
-            else:  # canceled, expired
-                yield item["custom_id"], None, f"{result.get('type')}: the batch ended before this request ran"
-
-
-class _Gemini:
-    """Gemini's Batch Mode (Gemini Developer API): one batch of inline GenerateContent requests,
-    each carrying its cache key in `metadata.key`; the answers come back inline, or in a results
-    file (JSONL lines with `key`) that the Files API downloads."""
-
-    provider = "gemini"
-
-    def __init__(self, endpoint: Endpoint, settings, litellm):  # settings: the job's CallSettings
-        from google import genai
-        from google.genai import types
-
-        self.sdk_version = f"google-genai {genai.__version__}"
-        base = (endpoint.api_base or "").rstrip("/")
-        for version in ("/v1beta", "/v1"):  # the SDK adds the API version itself
-            base = base.removesuffix(version)
-        options = types.HttpOptions(base_url=base or None, api_version="v1beta",
-                                    timeout=int(float(settings.timeout_s) * 1000),  # milliseconds
-                                    retry_options=types.HttpRetryOptions(attempts=int(settings.max_retries) + 1))
-        self.api = genai.Client(api_key=_api_key(endpoint), http_options=options)
-
-    def line(self, key: str, described: dict) -> tuple[dict | None, str | None]:
-        params = described["params"]
-        if "reasoning_effort" in params:
-            return None, "gemini batch: GenerateContent has no reasoning_effort (remove from params)"
-        config = {GEMINI_FIELDS[name]: value for name, value in params.items() if name in GEMINI_FIELDS}
-        if isinstance(config.get("stop_sequences"), str):
-            config["stop_sequences"] = [config["stop_sequences"]]
-        system = "\n\n".join(m["content"] for m in described["messages"] if m["role"] == "system")
-        if system:
-            config["system_instruction"] = system
-        response_format = described["response_format"] or {}
-        if response_format.get("type") in ("json_schema", "json_object"):
-            config["response_mime_type"] = "application/json"
-        if response_format.get("type") == "json_schema":
-            config["response_json_schema"] = response_format["json_schema"]["schema"]
-        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-                    for m in described["messages"] if m["role"] != "system"]
-        # "model" names the batch's model (one per batch: BatchRun groups by model); create() takes it out.
-        return {"model": described["model"].split("/", 1)[1], "contents": contents, "config": config,
-                "metadata": {"key": key}}, None
-
-    def check(self) -> None:
-        next(iter(self.api.batches.list(config={"page_size": 1})), None)
-
-    def create(self, lines: list[dict]) -> tuple[str, str]:
-        # In key order: Google returns inline answers in the order of the requests, and has been seen
-        # to drop their metadata, so `answers` can tell an answer's key by its position.
-        requests = sorted(({k: v for k, v in line.items() if k != "model"} for line in lines),
-                          key=lambda line: line["metadata"]["key"])
-        job = self.api.batches.create(model=lines[0]["model"], src=requests)
-        return job.name, _state(job)
-
-    def retrieve(self, batch_id: str) -> Status:
-        job = self.api.batches.get(name=batch_id)
-        state = _state(job)
-        reason = {"JOB_STATE_EXPIRED": "expired: the batch did not finish within the provider's window",
-                  "JOB_STATE_CANCELLED": "cancelled"}.get(state)
-        if state == "JOB_STATE_FAILED":
-            reason = "failed: " + ((job.error and job.error.message) or "no reason given")
-        return Status(state, state in GEMINI_ENDED, state.removeprefix("JOB_STATE_").lower(), reason, job)
-
-    def answers(self, status: Status, keys: list[str]):
-        dest = status.raw.dest
-        if dest is None:
-            return
-        if dest.inlined_responses:
-            items = [item.model_dump(mode="json", by_alias=True, exclude_none=True)
-                     for item in dest.inlined_responses]
-            if len(items) == len(keys):  # answers without their metadata: the key of their position
-                for item, key in zip(items, keys):
-                    item.setdefault("metadata", {}).setdefault("key", key)
-        elif dest.file_name:
-            items = []
-            for text in self.api.files.download(file=dest.file_name).decode("utf-8").splitlines():
-                try:
-                    items.append(json.loads(text))
-                except json.JSONDecodeError:
-                    continue  # its key stays unanswered and is reported so
-        else:
-            return
-        from litellm.litellm_core_utils.core_helpers import map_finish_reason
-
-        for item in items:
-            key = item.get("key") or (item.get("metadata") or {}).get("key")
-            if key is None:
-                continue
-            response, error = item.get("response") or {}, item.get("error")
-            candidates = response.get("candidates") or []
-            if error or not candidates:
-                error = error or {"message": f"no candidate (prompt feedback: {response.get('promptFeedback')})"}
-                yield key, None, f"error {error.get('code')}: {error.get('message')}"
-                continue
-            usage = response.get("usageMetadata") or {}
-            parts = (candidates[0].get("content") or {}).get("parts") or []
-            finish = candidates[0].get("finishReason")
-            out = usage.get("candidatesTokenCount")
-            # Thinking tokens are billed as output, as litellm counts them on the live path.
-            tokens_out = None if out is None and "thoughtsTokenCount" not in usage else (
-                (out or 0) + (usage.get("thoughtsTokenCount") or 0))
-            yield key, {
-                "content": "".join(p.get("text", "") for p in parts if not p.get("thought")),
-                # thought summaries (parts marked `thought`), kept apart like litellm's reasoning_content
-                "reasoning": "".join(p.get("text", "") for p in parts if p.get("thought")) or None,
-                "refusal": None,  # Gemini has no refusal field: a block is its finish reason (SAFETY, ...)
-                "finish_reason": map_finish_reason(finish) if finish else None,
-                "tokens_in": usage.get("promptTokenCount"), "tokens_out": tokens_out,
-                "tokens_reasoning": usage.get("thoughtsTokenCount"),
-                "provenance": {"response_id": response.get("responseId"),
-                               "response_model": response.get("modelVersion"), "system_fingerprint": None}}, None
-
-
-def _state(job) -> str:
-    state = job.state
-    return getattr(state, "value", state) or "JOB_STATE_UNSPECIFIED"
-
-
-GEMINI_ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
-# generationConfig's name for each sampling parameter; reasoning_effort has no field of the same meaning.
-GEMINI_FIELDS = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_output_tokens", "seed": "seed",
-                 "stop": "stop_sequences", "presence_penalty": "presence_penalty",
-                 "frequency_penalty": "frequency_penalty"}
-ADAPTERS = {"openai": _OpenAI, "anthropic": _Anthropic, "gemini": _Gemini}
 
 
 def _chunks(lines: list[tuple[str, dict]], max_requests: int, max_bytes: int):
@@ -384,16 +85,15 @@ class BatchRun:
     `wait()` polls until every key is answered, failed, or the wait runs out, and returns the
     Results in the order of the requests."""
 
-    def __init__(self, client, requests: list[Request], litellm):
+    def __init__(self, client: BatchHost, requests: list[Request]):
         self.client = client
-        self.litellm = litellm  # returns the litellm module, imported on first use (its cost map, its params)
         self.requests = requests
         self.results: list[Result | None] = [None] * len(requests)
         self.waiting: dict[str, list[int]] = {}  # key -> indices of the requests it answers
         self.batch_of: dict[str, str] = {}  # key -> the batch that holds it
         self.submitted: set[str] = set()  # keys this job submitted (the others were resumed)
-        self.adapters: dict[tuple, object] = {}
-        self.adapter_of: dict[str, object] = {}  # batch id -> adapter
+        self.adapters: dict[tuple, BatchAdapter] = {}
+        self.adapter_of: dict[str, BatchAdapter] = {}  # batch id -> adapter
         self.endpoint_of: dict[str, Endpoint] = {}  # batch id -> the endpoint of this job's keys in it
         self.holds: dict[str, int] = {}  # key -> its reservation under llm.budget_usd (budget.py), settled on ingest
         self.poll_s = float(client.call.batch_poll_s)
@@ -402,10 +102,10 @@ class BatchRun:
     def _say(self, text: str) -> None:
         print(f"[{self.client.stage}] {text}", file=sys.stderr, flush=True)
 
-    def _adapter(self, endpoint: Endpoint):
+    def _adapter(self, endpoint: Endpoint) -> BatchAdapter:
         ident = (endpoint.provider, endpoint.api_base, endpoint.api_key_env)
         if ident not in self.adapters:
-            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.call, self.litellm)
+            self.adapters[ident] = ADAPTERS[endpoint.provider](endpoint, self.client.call)
         return self.adapters[ident]
 
     def submit(self) -> None:
@@ -416,7 +116,7 @@ class BatchRun:
             if req.endpoint.provider not in ADAPTERS:
                 raise ValueError(f"model {req.endpoint.name!r} ({req.endpoint.model}) has batch: true, but only "
                                  f"{', '.join(BATCH_PROVIDERS)} models have a batch API here")
-            described = c.describe(req)
+            described = describe(req)
             key = cache_key(described)
             if key in self.waiting:
                 self.waiting[key].append(i)
@@ -436,7 +136,7 @@ class BatchRun:
                 self.adapter_of.setdefault(batch_id, self._adapter(endpoint))
             except Exception as err:  # e.g. no key for the SDK: recorded; the batch stays open for a rerun
                 self._fail(key, c.scrub(f"batch client for {endpoint.model}: {type(err).__name__}: {err}")[:1000],
-                           auth=is_auth_error(err))
+                           auth=auth.by_status_or_credential_words(err))
                 continue
             self.batch_of[key] = batch_id
             self.endpoint_of.setdefault(batch_id, endpoint)
@@ -459,7 +159,7 @@ class BatchRun:
         except Exception as err:  # e.g. no key for the SDK: every request of the group fails, recorded
             for key in keys:
                 self._fail(key, c.scrub(f"batch client for {model}: {type(err).__name__}: {err}")[:1000],
-                           auth=is_auth_error(err))
+                           auth=auth.by_status_or_credential_words(err))
             return
         lines = []
         for key in keys:
@@ -472,7 +172,7 @@ class BatchRun:
                 self._fail(key, refused)
             else:
                 lines.append((key, line))
-        for chunk in _chunks(lines, MAX_REQUESTS[provider], MAX_BYTES[provider]):
+        for chunk in _chunks(lines, adapter.max_requests, adapter.max_bytes):
             submitted_at = utc_now()
             try:
                 batch_id, state = adapter.create([line for _, line in chunk])
@@ -480,14 +180,14 @@ class BatchRun:
                 for key, _ in chunk:
                     self._settle(key, 0.0)
                     self._fail(key, c.scrub(f"batch submission: {type(err).__name__}: {err}")[:1000],
-                               auth=is_auth_error(err))
+                               auth=auth.by_status_or_credential_words(err))
                 continue
             first = {key: self.requests[self.waiting[key][0]] for key, _ in chunk}
             c.cache.record_batch(batch_id, provider=provider, model=model, api_base=endpoint.api_base,
                                  endpoint=endpoint.name, state=state, submitted_at=submitted_at,
                                  items=[(key, described_of[key], first[key].prompt_id, first[key].prompt_version)
                                         for key, _ in chunk])
-            c.calls_made += len(chunk)
+            c.count_calls(len(chunk))
             for key, _ in chunk:
                 self.batch_of[key] = batch_id
                 self.submitted.add(key)
@@ -517,11 +217,11 @@ class BatchRun:
                     status = self.adapter_of[batch_id].retrieve(batch_id)
                 except Exception as err:
                     problem[batch_id] = self.client.scrub(f"{type(err).__name__}: {err}")[:500]
-                    code = status_code_of(err)
+                    code = auth.status_code_of(err)
                     if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
                         status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
                                         None)
-                    elif code in (401, 403) or is_auth_error(err):  # a refused key: stop; a rerun resumes it
+                    elif code in (401, 403) or auth.by_status_or_credential_words(err):  # a refused key: stop; a rerun resumes it
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
                                                 f"resumes polling it", auth=True)
@@ -611,7 +311,7 @@ class BatchRun:
         """Settle this job's reservation of `key` (if it made one) at the call's cost."""
         hold = self.holds.pop(key, None)
         if hold is not None:
-            self.client.budget.settle(hold, cost)
+            self.client.settle_budget(hold, cost)
 
     def _answer(self, key: str, stored: dict) -> None:
         c = self.client
@@ -628,11 +328,11 @@ class BatchRun:
         for n, i in enumerate(self.waiting.pop(key, [])):
             req = self.requests[i]
             if n == 0:
-                c.cache.record_miss(key, c.describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
+                c.cache.record_miss(key, describe(req), prompt=req.prompt_id, stage=c.stage, item_id=req.item_id,
                                     reason="failed")
             self.results[i] = Result(request=req, status="failed", error=error, key=key, latency_s=0.0,
                                      attempts=int(key in self.submitted and n == 0), auth_error=auth,
-                                     call={name: None for name in CALL_FIELDS} | {"params": c.params_of(req)})
+                                     call={name: None for name in CALL_FIELDS} | {"params": params_of(req)})
 
 
 def _epoch(utc: str) -> float:

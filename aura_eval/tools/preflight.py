@@ -4,7 +4,7 @@ fix it: a key variable that is unset, a key the provider refuses, a model it doe
 provider it cannot reach, a parameter or structured output it refuses, a batch API that refuses
 the key. Exits 1 on any problem.
 
-The request goes through the model module's `client.probe`, built as the run builds it (the
+The request goes through the model module's `wire.probe`, built as the run builds it (the
 providers' adaptations included) but never through the response cache: a preflight answer is not a
 research answer and must not be replayed as one. It carries the entry's parameters
 (a parameter the model refuses fails here, not in the run), at most MAX_TOKENS output tokens, and
@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from aura_eval import jobs, stages
-from aura_eval.llm import pricing
+from aura_eval.llm import auth, pricing, wire
 from aura_eval.llm.providers import IN_PROCESS_PROVIDERS, LOCAL_PROVIDER, provider_of
 from aura_eval.llm.types import endpoint_from
+from aura_eval.llm.vendors import ADAPTERS
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AGENT_PROMPTS, parse_run
 from aura_eval.workflow_config import key_variable
@@ -108,18 +109,14 @@ def _classify(err: Exception, variable: str | None, api_base: str | None, secret
 
 def _batch_check(endpoint, secret: str | None) -> str | None:
     """None when the provider's batch API lists batches with the key, else the problem."""
-    from aura_eval.llm.batch import ADAPTERS, is_auth_error, status_code_of
-    from aura_eval.llm.client import litellm_module
-
     try:
-        adapter = ADAPTERS[endpoint.provider](endpoint, SimpleNamespace(timeout_s=TIMEOUT_S, max_retries=0),
-                                              litellm_module)
+        adapter = ADAPTERS[endpoint.provider](endpoint, SimpleNamespace(timeout_s=TIMEOUT_S, max_retries=0))
         adapter.check()
     except Exception as err:
         message = _scrub(f"{type(err).__name__}: {err}", secret)
-        if is_auth_error(err):
+        if auth.by_status_or_credential_words(err):
             return f"batch API refused the key ({message}); fix: a key with batch access, or batch: false"
-        if status_code_of(err) is None and "connect" in message.lower():
+        if auth.status_code_of(err) is None and "connect" in message.lower():
             return f"batch API unreachable ({message}); fix: check the network or api_base"
         return f"batch API failed ({message}); fix: batch: false in the entry, or check the provider's batch access"
     return None
@@ -140,12 +137,10 @@ def check_entry(name: str, spec: dict, schema: dict | None, environ=os.environ) 
     if variable and not secret:
         return Check(name, model, False, f"key variable {variable} is unset; fix: export {variable}=<your key> "
                                          f"(or name the variable that holds it in the entry's api_key_env)")
-    from aura_eval.llm import client  # what is sent, as the run sends it (the providers' adaptations too)
-
     small = dataclasses.replace(endpoint, params={**endpoint.params, "max_tokens": MAX_TOKENS})
     structured = schema is not None and endpoint.structured_output
     try:
-        response = client.probe(small, MESSAGES, schema, TIMEOUT_S, environ)
+        response = wire.probe(small, MESSAGES, schema, TIMEOUT_S, environ)  # sent as the run sends it
     except Exception as err:
         return Check(name, model, False, _classify(err, variable, endpoint.api_base, secret))
     usage = getattr(response, "usage", None)
