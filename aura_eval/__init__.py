@@ -1,9 +1,9 @@
 """AURA-Eval: controlled agent-safety evaluation built from R-Judge trajectories.
 
-The package mirrors the pipeline (ARCHITECTURE.md): `vocab` (the one vocabulary and the
-table/figure registries), `llm` (the one door to every model), `stage` (the one
-model-stage runner), `seeds`, `tagging`, `construct`, `dataset`, `rollout`, `judging`,
-`reliability`, `validation`, `analysis`, `run_tables`, `figures`, `render`.
+The package mirrors the pipeline (ARCHITECTURE.md, section 2): `vocab` (the shared names and the
+table and figure registries), `llm` (the one door to every model), `simulator`, the model stages'
+runner and registry, then `construct`, `evaluate`, `analyze`, `report` and `tools` in the order
+their files flow.
 """
 
 # The one source of the version: pyproject.toml reads it, the dataset release carries it

@@ -92,8 +92,3 @@ def stage(rule: str) -> ModelStage:
 def call_groups() -> tuple[str, ...]:
     """The call-log groups in flow order: how the call tables and the forecast list stages."""
     return tuple(group for s in registry().values() for group in s.call_groups())
-
-
-def stage_of_prompt(prompt_id: str) -> ModelStage | None:
-    """The stage that sends a prompt (judge prompts: the first judge stage listing it)."""
-    return next((s for s in registry().values() if prompt_id in s.prompts), None)

@@ -65,7 +65,7 @@ def gap(df: pd.DataFrame, table: pd.DataFrame, matched_only: bool = False):
 def flip_variations(df: pd.DataFrame, dimensions=FLIP_DIMENSIONS) -> pd.DataFrame:
     """The population of Tables 35 and 36: the NSP variations `<prefix id>.<dimension>` of the flip
     dimensions (generated counterparts, `.pair`, share the prefix id and dimension but are neither).
-    Defined here, where the empty-state reasons need it too; analysis.flip_population adds the originals."""
+    Defined here, where the empty-state reasons need it too; behaviour.flip_population adds the originals."""
     variation = [item_id(prefix, dim) for prefix, dim in zip(df["prefix_id"], df["dimension"])]
     return df[df["dimension"].isin(dimensions) & (df["pair_label"] == NSP) & (df["item_id"] == variation)]
 

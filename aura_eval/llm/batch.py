@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from datetime import datetime
 from typing import Protocol
 
 from aura_eval.llm import auth, pricing, stop
@@ -336,6 +337,4 @@ class BatchRun:
 
 
 def _epoch(utc: str) -> float:
-    from datetime import datetime
-
     return datetime.fromisoformat(utc.replace("Z", "+00:00")).timestamp()

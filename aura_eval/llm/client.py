@@ -1,25 +1,7 @@
-"""Run batches of model requests through litellm, with cache, retries and a call log; a model
-whose entry sets `batch: true` goes through its provider's batch API instead (`llm.batch`).
-
-Every outcome is a `Result`; nothing raises except a cache miss in replay mode, a stop
-(`stop.RunStopped`: Ctrl-C, SIGTERM, the run's stop mark) and a cache file that cannot be used or
-written (`cache.CacheError`, naming the file and the answers lost):
-- status "ok": the response held a JSON object matching the prompt's schema (`answers.read_answer`);
-- "unparseable", "truncated", "refused": an answer came back (paid, cached, kept raw) that holds no
-  such object, was cut at max_tokens, or declined; the reason says which and why;
-- status "failed": no response after all retries (the error is kept).
-The statuses, and which are cached or count against llm.max_failed_share: `answers.STATUS_TABLE`.
-
-Each answer is paid once: identical requests in a job share one call, and across processes on
-one cache file a request claims a lease first (`cache.ResponseCache.claim`); a request another
-live process is sending is waited for, never sent again.
-
-Each result's `call` holds the provenance of the call that answered it (`types.CALL_FIELDS`):
-stored in the cache record at the first call and read back from there on every hit, so the
-call log and the rows are the same on a replay. Requests of a responder provider (the simulator,
-`aura_sim`: `providers.register_responder`) are answered in-process by the registered function,
-never cached: they carry their prompt and parameters only (no time, latency, response id or
-litellm version).
+"""`ModelClient`: one job's model requests, answered from the cache or sent through litellm
+(`wire`) with retries, pacing, the budget and leases, or through a provider's batch API (`batch`);
+the call log. Every outcome is a `Result` (statuses: `answers.STATUS_TABLE`); nothing raises but a
+replay's cache miss, a stop (`stop.RunStopped`) and a cache file that cannot be used (`CacheError`).
 """
 
 from __future__ import annotations
@@ -57,7 +39,15 @@ def call_of(record: dict) -> dict:
 
 
 class ModelClient:
-    """Runs requests concurrently, reusing cached responses; one per stage job."""
+    """Runs requests concurrently, reusing cached responses; one per stage job.
+
+    Each answer is paid once: identical requests in a job share one call, and across processes on
+    one cache file a request claims a lease first (`cache.ResponseCache.claim`); a request another
+    live process is sending is waited for, never sent again. A result's `call` holds the provenance
+    of the call that answered it (`types.CALL_FIELDS`), stored in the cache record at the first call
+    and read back on every hit, so the call log and the rows are the same on a replay. A responder
+    provider's requests (the simulator, `providers.register_responder`) are answered in-process,
+    never cached: they carry their prompt and parameters only."""
 
     def __init__(self, llm_settings: dict, stage: str, progress: bool = True):
         self.settings = llm_settings

@@ -19,7 +19,7 @@ import re
 import time
 from pathlib import Path
 
-from aura_eval.llm.cache import names_the_file
+from aura_eval.llm.cache import connect, names_the_file
 from aura_eval.llm.providers import LOCAL_PROVIDER, SIM_PROVIDER, provider_of
 from aura_eval.llm.settings import RESOURCE
 
@@ -148,8 +148,6 @@ class Pacer:
     @names_the_file
     def _connect(self):
         if self._db is None:
-            from aura_eval.llm.cache import connect
-
             if self.path is None:
                 raise ValueError("rate limits need the cache file (llm.cache) that holds their shared buckets")
             self._db = connect(Path(self.path))

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import time
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 
 import tenacity
 
@@ -113,8 +115,6 @@ _RETRY_DELAY = re.compile(r'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
 
 def _seconds_until(value: str) -> float | None:
     """Seconds from now to an RFC 3339 time, None when `value` is not one."""
-    from datetime import datetime
-
     try:
         return max(0.0, datetime.fromisoformat(value.strip()).timestamp() - time.time())
     except ValueError:
@@ -149,8 +149,6 @@ def retry_after_s(err: BaseException) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
-            from email.utils import parsedate_to_datetime
-
             try:
                 return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
             except (TypeError, ValueError):
