@@ -72,6 +72,20 @@ def test_the_model_module_imports_nothing_of_the_workflow():
     assert {module: names for module, names in outside.items() if names} == {}
 
 
+def test_no_module_of_llm_imports_another_inside_a_function():
+    """The model module's dependencies all show in its import graph (the lazy imports it keeps are
+    of litellm and the providers' SDKs, never of its own files: ARCHITECTURE.md lists them)."""
+    hidden = []
+    for module, path in MODULES.items():
+        if module == "llm" or module.startswith("llm."):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            top = {id(node) for node in tree.body}
+            hidden += [f"{module}:{node.lineno}" for node in ast.walk(tree)
+                       if isinstance(node, ast.ImportFrom) and id(node) not in top
+                       and (node.module or "").startswith("aura_eval")]
+    assert hidden == []
+
+
 @pytest.mark.suite
 def test_planning_and_analysis_never_import_litellm():
     modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
