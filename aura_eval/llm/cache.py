@@ -1,36 +1,8 @@
-"""The persistent, content-addressed response cache (one SQLite file).
-
-The key hashes everything that determines a response: model, endpoint, messages,
-every sampling parameter and the sample index. SQLite in WAL mode with a busy
-timeout lets several Snakemake jobs read and write the same file at once; each
-response is committed as soon as it arrives, so a crash loses only calls in flight.
-
-A response record is `{content, finish_reason, tokens_in, tokens_out, cost_usd, latency_s,
-provenance}`; `provenance` (response id, system fingerprint, the model the provider named,
-litellm version, prompt id and version, sampling parameters, the UTC time of the first call)
-is absent from rows written before it was recorded, and readers treat it as optional.
-The `misses` table keeps the description of every request the cache could not answer (a
-replay-mode miss, a failed call), so `python -m aura_eval cache explain` can say how it
-differs from the nearest cached request.
-
-WAL needs every process that opens the file on one host (they share its index through shared
-memory) and working locks, which a network file system does not give: the cache refuses one
-(`check_cache_location`) unless `llm.cache_on_network_fs` says that only one host ever opens it.
-
-The `batches` and `batch_keys` tables hold the provider batches a job submitted (`aura_eval.llm.batch`):
-id, provider, model, state and times, and the keys (the batch's custom_ids) with their requests, so a
-killed job's rerun polls the batches it left open instead of submitting their requests again.
-Two more tables share the file because every job of a run must see them: `spend` and `spend_total`
-(`aura_eval.llm.budget`) and `rate_buckets`, the rate limits' shared buckets (`aura_eval.llm.ratelimit.Pacer`).
-
-Damage is named, checked and never used wrongly. Every row carries the sha256 of its response
-(`checksum`, added by ALTER TABLE on a file from before it; its old rows, with none, are accepted when
-their response parses), verified on each read: a row that fails is not used, counted (`damaged`) and
-replaced by the next answer. Every SQLite error from the file, in any job, becomes one `CacheError`
-that names the file, says what is wrong and what to do (`python -m aura_eval cache repair <file>` for a
-damaged one). `check_at_start` (the Snakefile's `onstart`) runs `PRAGMA quick_check` once before the
-first job, announces a new file and folds in a `-wal` a killed run left. A replay opens the file
-read-only (`readonly=True`) and writes nothing, not even a `-wal`.
+"""The persistent, content-addressed response cache: one SQLite file in WAL mode that every job of
+a run shares, keyed by the hash of everything that determines a response (`cache_key`), each
+response committed as it arrives. The same file holds the leases, the misses, the provider
+batches, the budget's spend and the rate limits' buckets, because every job must see them. Damage
+is named, checked and never used (`CacheError`, `checksum`), and a replay opens it read-only.
 """
 
 from __future__ import annotations
@@ -69,6 +41,13 @@ class CacheError(RuntimeError):
         self.path, self.damaged = path, damaged
 
 
+# A response record is `{content, finish_reason, tokens_in, tokens_out, cost_usd, latency_s, provenance}`
+# (`wire.response_record`); `provenance` (response id, system fingerprint, the model the provider
+# named, litellm version, prompt id and version, sampling parameters, the UTC time of the first call)
+# is absent from rows written before it was recorded, and readers treat it as optional. Every row
+# carries the sha256 of its response (`checksum`, added by ALTER TABLE on a file from before it; its
+# old rows, with none, are accepted when their response parses), verified on each read: a row that
+# fails is not used, counted (`damaged`) and replaced by the next answer.
 RESPONSES_TABLE = ("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL,"
                    " request TEXT NOT NULL, response TEXT NOT NULL, checksum TEXT)")
 # A request being sent: who sends it (host, pid, the process's start time) and when it last said so.
@@ -268,6 +247,9 @@ def is_network_fs(fstype: str) -> bool:
     return fstype in NETWORK_FS or (kind == "fuse" and sub in NETWORK_FUSE)
 
 
+# WAL needs every process that opens the file on one host (they share its index through shared
+# memory) and working locks, which a network file system does not give: the cache refuses one
+# unless `llm.cache_on_network_fs` says that only one host ever opens it.
 def check_cache_location(path, allow_network_fs: bool = False, mountinfo: str | None = None) -> None:
     """Raise CacheLocationError naming `llm.cache` when `path` is on a network file system
     (unless `allow_network_fs`, the config's `llm.cache_on_network_fs`). Where the mount table
@@ -422,8 +404,9 @@ class ResponseCache:
 
     @names_the_file
     def record_miss(self, key: str, request: dict, *, prompt: str, stage: str, item_id: str, reason: str) -> None:
-        """Keep the description of a request the cache could not answer (the last miss per key);
-        nothing when read-only (a replay writes nothing)."""
+        """Keep the description of a request the cache could not answer (the last miss per key: a
+        failed call, a refused budget), so `python -m aura_eval cache explain` can say how it differs
+        from the nearest cached request; nothing when read-only (a replay writes nothing)."""
         if self.readonly:
             return
         self._db.execute(
@@ -484,6 +467,9 @@ class ResponseCache:
         self._db.execute("DELETE FROM leases WHERE key = ? AND host = ? AND pid = ?", (key, owner.host, owner.pid))
 
     # -- provider batches (aura_eval.llm.batch) ---------------------------------------------
+    # The batches a job submitted: id, provider, model, state and times, and the keys (the batch's
+    # custom_ids) with their requests, so a killed job's rerun polls the batches it left open
+    # instead of submitting their requests again.
     def _has_table(self, name: str) -> bool:
         return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                                 (name,)).fetchone() is not None
