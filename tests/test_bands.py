@@ -91,12 +91,44 @@ def test_make_pilot_and_status_run_the_commands_the_guide_names():
     assert "make pilot CONFIG=config/paper.yaml PILOT_SEEDS=2" in guide and "make status" in guide
 
 
-def test_a_pilot_s_share_replaces_the_assumed_band_only_where_it_cannot_be_the_assumed_one():
+def test_a_pilot_s_share_is_counted_at_the_size_of_its_items():
     rows = Band.exact(1000)
     assumed = rows.scale(*bands.JUDGEABLE)
-    assert bands.share_of(rows, "judgeable") == assumed
-    # a pilot's 280 of 280 judgeable: within the assumed 60-100%, so the band stays (its seeds are few)
-    assert bands.share_of(rows, "judgeable", (280, 280)) == assumed
-    # 84 of 280 (30%): no model the assumption describes; the pilot's share at its own size
-    seen = bands.share_of(rows, "judgeable", (280, 84))
-    assert seen.point == pytest.approx(300) and seen.high < assumed.low
+    assert bands.share_of(rows, "judgeable") == assumed  # no pilot: the assumed 60-85-100%
+    # 17 items all judgeable (a 2-seed pilot): the point is what it saw, the low the Wilson bound at
+    # 17 (81.6%: the share's uncertainty as 1.96 sd); it cannot rise above all of them
+    seen = bands.share_of(rows, "judgeable", (17, 17))
+    low17, high17 = bands.wilson(17, 17)
+    assert (round(low17, 3), high17) == (0.816, 1.0)
+    assert (seen.low, seen.point, seen.high) == (pytest.approx(1000 * low17), 1000, 1000)
+    # a band of trials without a variance (an assumption's): the Wilson bounds less the noise of new rollouts
+    loose = bands.share_of(Band(800, 1000, 1200), "judgeable", (17, 17))
+    assert loose.low == pytest.approx(800 * low17 - 1.96 * math.sqrt(800 * low17 * (1 - low17)))
+    assert loose.high == 1200 and loose.var is None
+    # 68 items (an 8-seed pilot) narrow it: the low rises to 94.7% less the noise
+    assert round(bands.wilson(68, 68)[0], 3) == 0.947
+    assert bands.share_of(rows, "judgeable", (68, 68)).low > seen.low
+    # 30% of 280 items: no model the assumption describes; the pilot's share stands all the same
+    few = bands.share_of(rows, "judgeable", (280, 84))
+    assert few.point == pytest.approx(300) and few.high < assumed.low
+
+
+def test_a_count_chained_through_yields_adds_each_yield_s_noise_to_its_variance():
+    # 211 prefixes (exact) -> 2,321 (prefix, dimension) -> candidates at 1,029/2,321: one binomial step
+    first = bands.binomial_count(Band.exact(211 * 11), "candidate")
+    p = 1029 / 2321
+    assert first.var == pytest.approx(2321 * p * (1 - p) + 2321 ** 2 * p * (1 - p) / 2321)
+    # the next step draws from an uncertain count: its variance carries on (times p^2 and the rate's own)
+    second = bands.binomial_count(first, "parseable")
+    q = 916 / 1029
+    rate_var = q * (1 - q) / 1029
+    assert second.var == pytest.approx(first.point * q * (1 - q) + first.var * (q * q + rate_var)
+                                       + first.point ** 2 * rate_var)
+    assert second.low == pytest.approx(second.point - 1.96 * math.sqrt(second.var))
+    # narrower than chaining the two 95% extremes (the low of one the trials of the next one's low)
+    chained = bands.binomial_count(Band(first.low, first.point, first.high), "parseable")
+    assert chained.var is None and second.low > chained.low and second.high < chained.high
+    # two counts of one chain add their spreads; a band of assumptions keeps no variance
+    both = first + second
+    assert math.sqrt(both.var) == pytest.approx(math.sqrt(first.var) + math.sqrt(second.var))
+    assert first.scale(*bands.JUDGEABLE).var is None and first.scale(11, 11, 11).var == pytest.approx(121 * first.var)

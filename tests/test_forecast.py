@@ -38,9 +38,11 @@ def bands_of(result, stage):
 
 
 def judged(n):
-    """The calls band of n rows' judge requests before any rollout: the judgeable share's (bands.JUDGEABLE)."""
+    """The calls band of n rows' judge requests before any rollout: the judgeable share's (bands.JUDGEABLE),
+    of which the distinct ones' (bands.DISTINCT: alike requests are paid once)."""
     low, point, high = bands.JUDGEABLE
-    return math.floor(n * low), round(n * point), math.ceil(n * high)
+    d = bands.DISTINCT
+    return math.floor(n * low * d[0]), round(n * point * d[1]), math.ceil(n * high * d[2])
 
 
 def calls_of(result, stage):
@@ -74,10 +76,10 @@ def test_calls_follow_the_config_and_the_dataset(run_root):
     assert calls_of(result, "rollout") == {config["agents"][agent]["model"]: rows + subset}
     # Type per ReAct row and detection per ReAct row with a thought, type only per action-only row;
     # safety once per row; of the rows, the judgeable share (no rollout exists yet: 60%, 85%, 100%),
-    # and of those, the share with a thought (50%, 90%, 100%).
-    j, t = bands.JUDGEABLE, bands.THOUGHT
+    # and of those, the share with a thought (50%, 90%, 100%); of all, the distinct ones (75%, 100%, 100%).
+    j, t, d = bands.JUDGEABLE, bands.THOUGHT, bands.DISTINCT
     assert bands_of(result, "judge_detection_type") == {judge: (
-        math.floor(rows * j[0] * (1 + t[0]) + subset * j[0]), round(rows * j[1] * (1 + t[1]) + subset * j[1]),
+        math.floor((rows * j[0] * (1 + t[0]) + subset * j[0]) * d[0]), round(rows * j[1] * (1 + t[1]) + subset * j[1]),
         2 * rows + subset) for judge in roles["judges"]}
     assert bands_of(result, "judge_safety") == {j: judged(rows + subset) for j in roles["judges"]}
     calibration = rel["calibration_items"] * len(rel["calibration_agents"])
@@ -88,7 +90,7 @@ def test_calls_follow_the_config_and_the_dataset(run_root):
     five = by_cell_of(result, "reliability:five_judge")
     assert {j: (r["calls_low"], r["calls"], r["calls_high"]) for j, r in five.items()} == {
         judge: (0, 0, 3 * calibration) if judge in roles["judges"] else (
-            math.floor(calibration * (2 + t[0])), round(calibration * (2 + t[1])), 3 * calibration)
+            math.floor(calibration * (2 + t[0]) * d[0]), round(calibration * (2 + t[1])), 3 * calibration)
         for judge in roles["validation_judges"]}
     # Repeats run at temperature 0: a judge whose entry samples at 0 asked the first already (paid there).
     at_zero = {j: config["models"][j]["params"].get("temperature") == 0 for j in roles["judges"]}

@@ -5,7 +5,9 @@ Before a stage's input exists, its units follow the stage before through the pap
 (`YIELDS`, from PAPER_FUNNEL), each an interval covering the binomial noise at the run's own size:
 k of n trials at the paper's rate p lies, with about 95% probability, in
 n*p +/- Z*sqrt(n*p*(1-p) + n^2*p*(1-p)/n_paper) (the second term: the paper's own rate is an
-estimate). The bounds chain: the low of one stage is the number of trials of the next one's low.
+estimate). A count drawn from an uncertain count carries that count's variance on (the law of total
+variance), so a chain of yields is as wide as its noise, not as the 95% extremes of every step.
+The judges' shares (judgeable, thought, distinct) are assumed bands until a pilot shows its own.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ JUDGEABLE = (0.6, 0.85, 1.0)
 # Of the judgeable ReAct rollouts, the share with a thought (the detection judge reads it): a model
 # that answers in the format writes one nearly always; the simulation's agents: 19 of 23 (2 seeds).
 THOUGHT = (0.5, 0.9, 1.0)
-ASSUMED_SHARES = {"judgeable": JUDGEABLE, "thought": THOUGHT}
+# Of a judge stage's requests, the share that differ (the cache answers alike ones once: agents that
+# answer an item word for word alike ask the judges the same question): real models rarely do, the
+# simulation's agents often (82% of 3,468 differed in a 2-seed pilot of config/simulate.yaml).
+DISTINCT = (0.75, 1.0, 1.0)
+ASSUMED_SHARES = {"judgeable": JUDGEABLE, "thought": THOUGHT, "distinct": DISTINCT}
 
 # The input tokens a provider bills per token we count (o200k_base, litellm's gpt-4o count), per
 # provider: (low, point, high). OpenAI's models use o200k itself (the schema a structured request
@@ -85,20 +91,29 @@ class Band:
     low: float
     point: float
     high: float | None  # None: unbounded
+    # A count drawn through the yields carries its variance, so that the next yield adds its own noise
+    # to it instead of chaining two 95% extremes (which would hold far more than 95% of the time).
+    # None: a band of assumptions, whose bounds are combined as bounds.
+    var: float | None = None
 
     @staticmethod
     def exact(value: float) -> Band:
-        return Band(value, value, value)
+        return Band(value, value, value, 0.0)
 
     def __add__(self, other: Band) -> Band:
         high = None if self.high is None or other.high is None else self.high + other.high
-        return Band(self.low + other.low, self.point + other.point, high)
+        # two counts of one chain rise and fall together: their spreads add (the widest the sum can be)
+        var = None if self.var is None or other.var is None else (math.sqrt(self.var) + math.sqrt(other.var)) ** 2
+        return Band(self.low + other.low, self.point + other.point, high, var)
 
     def scale(self, low: float, point: float, high: float | None) -> Band:
-        """Each bound times its own factor (a None factor or bound: unbounded)."""
+        """Each bound times its own factor (a None factor or bound: unbounded); one factor for all
+        three keeps the variance (times its square)."""
         if self.high == 0:  # nothing times anything, unbounded included
-            return Band(0, 0, 0)
-        return Band(self.low * low, self.point * point, None if self.high is None or high is None else self.high * high)
+            return Band(0, 0, 0, 0.0)
+        var = self.var * point * point if self.var is not None and low == point == high else None
+        return Band(self.low * low, self.point * point, None if self.high is None or high is None else self.high * high,
+                    var)
 
     def times(self, other: Band) -> Band:
         return self.scale(other.low, other.point, other.high)
@@ -116,30 +131,55 @@ class Band:
         return (self.high - self.low) / self.point
 
 
-ZERO = Band(0, 0, 0)
+ZERO = Band(0, 0, 0, 0.0)
 
 
-def contradicts(name: str, observed: tuple[int, int] | None) -> bool:
-    """Whether (trials, successes) a pilot saw lie outside the paper's yield's 95% interval at that size,
-    or, for a share this module assumes (`ASSUMED_SHARES`), outside the assumed band widened by the
-    same noise. A pilot's rollouts are few seeds' items, alike within a seed, so a share that fits the
-    assumption keeps the assumption's band: only one that cannot be the assumed one replaces it."""
+def contradicts(name: str, observed: tuple[float, float] | None) -> bool:
+    """Whether (trials, successes) a pilot saw lie outside the paper's yield's 95% interval at that size."""
     if not observed or observed[0] <= 0:
         return False
     n, k = observed
-    if name in ASSUMED_SHARES:
-        low, point, high = ASSUMED_SHARES[name]
-        margin = Z * math.sqrt(point * (1 - point) / n) + 0.5 / n
-        return not (low - margin <= k / n <= high + margin)
     p0 = YIELDS[name][1] / YIELDS[name][0]
     return abs(k - n * p0) > Z * math.sqrt(n * p0 * (1 - p0)) + 0.5
 
 
-def share_of(trials: Band, name: str, observed: tuple[int, int] | None = None) -> Band:
-    """`trials` times an assumed share (`ASSUMED_SHARES`), or a pilot's where it contradicts the assumption."""
-    if contradicts(name, observed):
-        return binomial_count(trials, name, observed)
-    return trials.scale(*ASSUMED_SHARES[name])
+def wilson(n: float, k: float) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share seen k times in n (it stays inside [0, 1] and is not
+    empty at 0 of n or n of n, where a normal interval collapses)."""
+    p, z2 = k / n, Z * Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def share_of(trials: Band, name: str, observed: tuple[float, float] | None = None) -> Band:
+    """`trials` times a share: the assumed band (`ASSUMED_SHARES`) before any rollout; a pilot's where
+    one saw it (`observed`: (items, successes), counted at the size of its items, since an item's
+    rollouts by several agents are alike): its share as the point, with the uncertainty of its 95%
+    Wilson interval (the wider side; a share of 1 seen is not proof of 1) and the binomial noise of
+    the run's own rollouts."""
+    if not observed or observed[0] <= 0:
+        return trials.scale(*ASSUMED_SHARES[name])
+    n, k = observed
+    p = k / n
+    low, high = wilson(n, k)
+    if trials.var is not None:  # each side at its own side of the interval (skewed near 0 and 1)
+        down, up = _drawn(trials, p, ((p - low) / Z) ** 2), _drawn(trials, p, ((high - p) / Z) ** 2)
+        return Band(down.low, down.point, up.high, max(down.var, up.var))
+
+    def noise(count: float, share: float) -> float:
+        return Z * math.sqrt(count * share * (1 - share))
+    top = None if trials.high is None else min(trials.high, trials.high * high + noise(trials.high, high))
+    return Band(max(0.0, trials.low * low - noise(trials.low, low)), trials.point * p, top)
+
+
+def _drawn(trials: Band, p: float, rate_var: float) -> Band:
+    """Successes of a count with its variance at a rate p known to within `rate_var`: the law of total
+    variance (each trial's noise, the count's own spread, the rate's), +/- Z sd within [0, trials]."""
+    var = trials.point * p * (1 - p) + trials.var * (p * p + rate_var) + trials.point ** 2 * rate_var
+    half = Z * math.sqrt(var)
+    high = None if trials.high is None else min(trials.high, trials.point * p + half)
+    return Band(max(0.0, trials.point * p - half), trials.point * p, high, var)
 
 
 def binomial_count(trials: Band, name: str, observed: tuple[int, int] | None = None) -> Band:
@@ -152,6 +192,8 @@ def binomial_count(trials: Band, name: str, observed: tuple[int, int] | None = N
     p = k_paper / n_paper
     if use and p in (0.0, 1.0):
         p = (k_paper + 0.5) / (n_paper + 1)
+    if trials.var is not None:  # a count with its variance: one step on
+        return _drawn(trials, p, p * (1 - p) / n_paper)
 
     def bounds(n: float) -> tuple[float, float]:
         half = Z * math.sqrt(max(0.0, n * p * (1 - p) + n * n * p * (1 - p) / n_paper))

@@ -189,12 +189,24 @@ def observed_yields(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _judgeable(root: Path) -> dict:
-    """{"judgeable": (rollouts, those the judges see), "thought": (judgeable ReAct rollouts, those with a
-    thought)} of a run's rollouts (none: {})."""
+    """{"judgeable": (items, rollouts the judges see), "thought": (items, judgeable ReAct rollouts with a
+    thought)} of a run's rollouts (none: {}), each share counted at the size of the items it was seen on
+    (every agent answers each item: those answers are not independent draws)."""
     rows = [r for path in sorted((root / "results" / "rollouts").glob("*.jsonl")) for r in read_jsonl(path)]
     react = [r for r in rows if r["status"] == "ok" and r.get("format", REACT) == REACT]
-    return {"judgeable": (len(rows), sum(r["status"] == "ok" for r in rows)),
-            "thought": (len(react), sum(1 for r in react if r["thought"]))} if rows else {}
+
+    def at_items_size(of: list[dict], hits: int) -> tuple[float, float]:
+        items = len({r["item_id"] for r in of})
+        return items, hits * items / len(of)
+    out = {}
+    if rows:
+        out["judgeable"] = at_items_size(rows, sum(r["status"] == "ok" for r in rows))
+    if react:
+        out["thought"] = at_items_size(react, sum(1 for r in react if r["thought"]))
+    asked = [r for path in sorted((root / "results" / "calls" / "judge").glob("*/*/*.jsonl")) for r in read_jsonl(path)]
+    if asked:  # the cache answers alike requests once, whichever job asks them
+        out["distinct"] = at_items_size(asked, len({r["key"] for r in asked}))
+    return out
 
 
 # -- the plan: per stage x model, what is left, what was paid -------------------------------------
@@ -500,7 +512,7 @@ class _Estimates:
             per = min(cap, len(VARIED_DIMENSIONS)) if cap else len(VARIED_DIMENSIONS)
             prefixes = u["relevance"]
             n = b(prefixes.scale(len(VARIED_DIMENSIONS), len(VARIED_DIMENSIONS), len(VARIED_DIMENSIONS)), "candidate")
-            if cap:
+            if cap and cap * prefixes.low < n.high:  # the cap may bind: bounds only
                 n = Band(min(n.low, cap * prefixes.low), min(n.point, cap * prefixes.point),
                          min(n.high, cap * prefixes.high))
             return n, per * m["relevance"]
@@ -559,7 +571,8 @@ class _Estimates:
                 ("detection", "action_type") if fmt == REACT else ("action_type",))
             per_call = sum(judge_in[a] for a in axes) / len(axes)
             with_thought = bands.share_of(judged, "thought", self.yields.get("thought"))
-            calls = judged + with_thought if "detection" in axes else judged  # detection: a thought
+            asked = judged + with_thought if "detection" in axes else judged  # detection: a thought
+            calls = bands.share_of(asked, "distinct", self.yields.get("distinct"))
             return [(names[0], calls, per_call, most_rows * len(axes), basis)]
         return self._reliability(job, names, rows, most_rows, round(sum(judge_in.values()) / len(AXES)))
 
@@ -580,7 +593,8 @@ class _Estimates:
             detection = Band(max(0, n - (len(judged) - thoughts) - alike), n * thoughts / J * share, min(n, thoughts))
             return Band(2 * max(0, n - alike), 2 * n * share, 2 * n) + detection
         n = _at_most(bands.share_of(rows, "judgeable", self.yields.get("judgeable")), size)
-        return n.scale(2, 2, 2) + bands.share_of(n, "thought", self.yields.get("thought"))
+        asked = n.scale(2, 2, 2) + bands.share_of(n, "thought", self.yields.get("thought"))
+        return bands.share_of(asked, "distinct", self.yields.get("distinct"))
 
     def _reliability(self, job, names, rows, most_rows, per_call):
         rel, panel = self.config.get("reliability", {}), set(jobs.judges(self.config))
