@@ -1,6 +1,7 @@
 """Is an error a missing or refused key? The one place the rules live: a retry never mends one, the
 stage fails the job on it and the preflight names its fix. Each rule is named for what it reads;
-nothing here imports litellm or a provider's SDK (the caller hands over litellm's module)."""
+nothing here imports litellm (the caller hands over its module) and only the preflight's rule
+imports openai's exception classes (litellm's subclass them), when it is asked."""
 
 from __future__ import annotations
 
@@ -31,3 +32,13 @@ def by_status_or_credential_words(err: Exception) -> bool:
     text = str(err).lower()
     return (status_code_of(err) in (401, 403) or "credentials" in text or "api_key" in text
             or "api key not valid" in text)
+
+
+def by_openai_class_or_invalid_key_text(err: Exception, text: str) -> bool:
+    """A preflight probe's error (litellm's exceptions subclass openai's): openai's
+    `AuthenticationError` or `PermissionDeniedError`, or Google's "API key not valid" in `text` (the
+    error's line as the preflight shows it)."""
+    import openai
+
+    return (isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError))
+            or "api key not valid" in text.lower())

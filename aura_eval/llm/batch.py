@@ -222,7 +222,7 @@ class BatchRun:
                     if code == 404:  # the provider does not know it: ended, unanswered; a rerun resubmits
                         status = Status("not_found", True, "", f"not found at the provider ({problem[batch_id]})",
                                         None)
-                    elif code in (401, 403) or auth.by_status_or_credential_words(err):  # a refused key: stop; a rerun resumes it
+                    elif auth.by_status_or_credential_words(err):  # a refused key (401, 403): stop; a rerun resumes it
                         self._say(f"batch {batch_id}: polling refused: {problem[batch_id]}")
                         self._give_up(batch_id, f"polling refused ({problem[batch_id]}); a rerun with a valid key "
                                                 f"resumes polling it", auth=True)

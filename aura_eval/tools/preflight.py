@@ -90,7 +90,7 @@ def _classify(err: Exception, variable: str | None, api_base: str | None, secret
     message = _scrub(f"{type(err).__name__}: {err}", secret)
     lowered = message.lower()
     key = f"the key in {variable}" if variable else "the key"
-    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)) or "api key not valid" in lowered:
+    if auth.by_openai_class_or_invalid_key_text(err, message):
         return f"key refused ({message}); fix: put a valid key for this provider in {variable or 'the key variable'}"
     # OpenRouter answers an unknown model with a 400 saying it "is not a valid model ID"
     if isinstance(err, openai.NotFoundError) or any(w in lowered for w in UNKNOWN_MODEL_WORDS):
