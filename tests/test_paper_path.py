@@ -2,7 +2,9 @@
 match the config, only rollouts call them, the batch overlay batches the judges alone, the site
 command makes a profile and a site config, the config recorded with the results is what pack and
 forecast act on, a failed run counts its failed calls; and (e2e) every command of the path, as the
-README and the guides write it, runs against the provider emulators."""
+README and the guides write it, runs against the provider emulators (Snakemake's as dry runs: the
+whole workflow on the emulated paper config is the dialect test's, and the cluster guide's
+`site_setup` and run command run for real on the one-node SLURM in tests/test_slurm.py)."""
 
 import json
 import os

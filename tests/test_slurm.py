@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -208,3 +209,52 @@ def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_rec
     assert proc.returncode != 0 and not (work / SEEDS).exists()
     snakemake(work, SEEDS, "--profile", str(profile), "--configfile", str(suite_config(work, "sim_small.yaml")))
     assert (work / SEEDS).stat().st_size > 0
+
+
+def test_the_cluster_guide_s_site_setup_and_run_command_run_on_the_one_node_slurm(accounting, tmp_path):
+    """The paper's path on a cluster (docs/cluster.md, issue 41), not as a dry run: the guide's
+    `site_setup` with this cluster's partition and account (and the cache in the test's folder, not
+    /var/tmp), then the guide's run command as written, on a three-job target of config/paper.yaml
+    with every entry pointed at its provider's emulator: two jobs go to SLURM under the site's
+    account, the tagger's calls run on this host and reach the Anthropic emulator."""
+    import shlex
+
+    import yaml
+
+    from tests.emulators import EMULATORS
+    from tests.test_paper_path import PAPER, path_commands
+    from tests.test_provider_dialects import EMULATOR_CRED, KEY_ENV, emulated_config
+
+    commands = path_commands()
+    (setup_line,) = [c for c in commands if c.startswith("python -m aura_eval.tools.site_setup")]
+    (run_line,) = [c for c in commands if c.startswith("snakemake --profile profiles/site")]
+    setup = shlex.split(setup_line)
+    setup[setup.index("--partition") + 1], setup[setup.index("--account") + 1] = slurm.PARTITION, slurm.ACCOUNT
+    emulators = {name: cls() for name, cls in EMULATORS.items()}
+    for emulator in emulators.values():
+        emulator.__enter__()
+    try:
+        work = scratch_copy(tmp_path)
+        paper = emulated_config(yaml.safe_load(PAPER.read_text()), {n: e.api_base for n, e in emulators.items()})
+        (work / "config/paper.yaml").write_text(yaml.safe_dump(paper, sort_keys=False))
+        env = {**os.environ, KEY_ENV: EMULATOR_CRED}
+        # `python` and `snakemake` as installed (the venv's): the commands' other words as the guide writes them
+        subprocess.run([sys.executable, *setup[1:], "--cache", str(tmp_path / "local" / "responses.sqlite")],
+                       cwd=work, check=True, env={**env, "PYTHONPATH": str(slurm.ROOT)}, capture_output=True)
+        run = subprocess.run([snakemake_exe(), "results/prefixes/prefixes.jsonl", *shlex.split(run_line)[1:]],
+                             cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        text = run.stdout + run.stderr
+        assert run.returncode == 0, text[-4000:]
+        host, alone, _ = slurm.where_jobs_ran(text)
+        assert alone == {"select_seeds": 1, "truncate_prefixes": 1} and host == {"tag_steps": 1}, text[-3000:]
+        jobs = slurm.SUBMITTED.findall(text)
+        accounts = subprocess.run(["sacct", "-X", "-n", "--parsable2", "-o", "Account,State", "-j", ",".join(jobs)],
+                                  capture_output=True, text=True, check=True).stdout.split()
+        assert accounts == [f"{slurm.ACCOUNT}|COMPLETED"] * 2
+        # the tagger (claude-opus-4.6) asked the Anthropic emulator once per seed step set, into the site's cache
+        assert emulators["anthropic"].state.counts()["requests"] >= paper["seeds"]
+        assert (tmp_path / "local" / "responses.sqlite").is_file() and not (work / "cache").exists()
+        assert (work / "results/prefixes/prefixes.jsonl").stat().st_size > 0
+    finally:
+        for emulator in emulators.values():
+            emulator.__exit__()
