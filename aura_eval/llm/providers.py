@@ -23,18 +23,18 @@ KEYLESS_PROVIDERS = IN_PROCESS_PROVIDERS  # their calls need no key variable
 # responder may read `Request.facts`, so they enter the request's description (its cache key).
 RESPONDER_PROVIDERS = (SIM_PROVIDER,)
 RESPONDER_MODULES = {SIM_PROVIDER: "aura_eval.simulator"}  # the module whose import registers each
-BATCH_PROVIDERS = ("openai", "anthropic", "gemini")  # the providers whose batch API `batch: true` uses (llm/batch.py)
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini")  # the providers whose batch API `batch: true` uses (llm/vendors/)
 # The variable litellm reads a provider's key from, where a model entry names none.
 PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
                  "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY", "mistral": "MISTRAL_API_KEY",
                  "groq": "GROQ_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "xai": "XAI_API_KEY"}
 # Providers whose API refuses a JSON schema in `response_format` (DeepSeek: "This response_format type
 # is unavailable now") and answers JSON only with `{"type": "json_object"}` and a prompt that says
-# "json": the client sends that, with the schema written into the last message (`client.py`).
+# "json": the client sends that, with the schema written into the last message (`wire.py`).
 JSON_OBJECT_PROVIDERS = ("deepseek",)
 # Providers whose structured outputs take no `prefixItems` (a list whose n-th item has its own schema):
 # litellm moves it into the description and keeps `"items": false`, a list that must stay empty, so
-# the client sends those lists as `items: {"anyOf": [the item schemas]}` (`client.py`).
+# the client sends those lists as `items: {"anyOf": [the item schemas]}` (`wire.py`).
 NO_PREFIX_ITEMS_PROVIDERS = ("anthropic",)
 BARE_MODEL_PROVIDER = "openai"  # whose key litellm uses for a model string that names no provider
 
