@@ -12,7 +12,13 @@ from tests.workflow import copy_run, scratch_copy, shared_run, snakemake, suite_
 # The embedded model's run: the e2e tier, one xdist group (built once, by one worker).
 
 def _build(work):
-    snakemake(work, "--configfile", str(suite_config(work, "two_seeds.yaml")))
+    # One llama.cpp thread per model job: the tier's other xdist worker keeps the second core busy,
+    # and llama.cpp's threads spin-wait on each other, so two threads on a shared core ran 3 to 6
+    # times slower than one (300 tokens: 61-113 s against 18-22 s, load 4 on 2 cores).
+    from aura_eval import stages
+
+    snakemake(work, "--configfile", str(suite_config(work, "two_seeds.yaml")),
+              "--set-threads", *(f"{rule}=1" for rule in stages.registry()))
 
 
 @pytest.fixture(scope="module")
