@@ -1,45 +1,9 @@
-"""A finished run as one shippable archive, and its way back into a checkout for an offline replay.
+"""A finished run as one shippable archive (`pack`), and its verified way back into a checkout for
+an offline replay (`unpack`): the replay rebuilds every file under `results/` from the packed cache
+with zero model calls, and its stable digests equal the packed `STABLE_DIGESTS.sha256`.
 
     python -m aura_eval pack <out.tar.gz> [--configfile config/config.yaml [more.yaml ...]] [--root .]
     python -m aura_eval unpack <archive> <checkout dir> [--force] [--max-size 4GiB] [--max-files 100000]
-
-`pack` writes a gzipped tar of: `results/dataset/`, `results/tables/`, the report
-(`results/report/report.html`), the response cache (`cache/<name>`, a consistent SQLite copy
-made with the backup API), the config used (`config/run.yaml`: the config recorded with the results,
-`results/run/config.yaml` (`aura_eval.run_config`), byte for byte, when no `--configfile` is given; a
-given one must not differ from that record in what changes results (`run_configfiles`); where no run
-recorded one, the file byte for byte, or, where several `--configfile`s were merged, the merged config
-with a header naming them) and its replay
-form (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human
-labels the run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), the inspect
-logs of agents given by one (`inspect/<agent>/[action_only/]<file>`; the replay config names these
-copies), R-Judge's source and licence files (everything directly under `rjudge_dir` that is not data),
-the code's `LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of the
-shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of
-every stable file under the run's `results/`, to compare a replay with), `PACK.json` (the code
-commit, the config's path under the run folder or, outside it, its file name, a list of them where
-several were merged: no absolute path;
-the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
-reads it), written first. Members are sorted with zeroed times and owners.
-
-`unpack` reads the archive as one stream into a staging folder inside the checkout and checks
-everything before the checkout changes: the MANIFEST must be the first member; each member must be
-a regular file or a folder under a relative path without `..` (no link, device or absolute path),
-listed in the MANIFEST, within the member count (`--max-files`) and the running size (`--max-size`,
-4 GiB by default), and its sha256 (computed as it is written) must match; every listed file must
-be present; `PACK.json` must be a JSON object and `config/replay.yaml` in replay mode with its cache
-a packed file. The first fault stops it with a PackError that names it, and the staging folder is
-removed. Only then it replaces `<checkout>/packed/` and copies the human labels (only
-`data/human/annotations/*.csv` and `data/human/adjudicated.csv`) to `<checkout>/data/human/`, and
-returns the replay command, built here, never read from the archive:
-`snakemake --forceall --configfile packed/config/replay.yaml` rebuilds every file under
-`results/` from the cache with zero model calls, and `python -m aura_eval.tools.digest` of the
-checkout then equals `packed/STABLE_DIGESTS.sha256`. The checkout must be of the same code
-(`PACK.json` names its commit) with the R-Judge data in place.
-
-The MANIFEST guards against damage, not against tampering: whoever can change a file can change
-its line. To check an archive against tampering, compare its own sha256 (`sha256sum
-aura-eval-run.tar.gz`) with one published with it through a channel you trust.
 """
 
 from __future__ import annotations
@@ -244,7 +208,26 @@ def run_configfiles(configfiles, root=".") -> tuple[list | None, str | None]:
 def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
     """Write the archive; a summary (files, bytes, cache rows). `configfiles`: the run's config file, or
     its files in order, merged as Snakemake merges them; None: the config recorded with the results
-    (`results/run/config.yaml`, `aura_eval.run_config`)."""
+    (`results/run/config.yaml`, `aura_eval.run_config`).
+
+    A gzipped tar of: `results/dataset/`, `results/tables/`, the report (`results/report/report.html`),
+    the response cache (`cache/<name>`, a consistent SQLite copy made with the backup API), the config
+    used (`config/run.yaml`: the config recorded with the results, byte for byte, when no `--configfile`
+    is given; a given one must not differ from that record in what changes results
+    (`run_configfiles`); where no run recorded one, the file byte for byte, or, where several
+    `--configfile`s were merged, the merged config with a header naming them) and its replay form
+    (`config/replay.yaml`: `llm.replay: true`, `llm.cache: packed/cache/<name>`), the human labels the
+    run read (`data/human/annotations/*.csv`, `data/human/adjudicated.csv`), the inspect logs of agents
+    given by one (`inspect/<agent>/[action_only/]<file>`; the replay config names these copies),
+    R-Judge's source and licence files (everything directly under `rjudge_dir` that is not data), the
+    code's `LICENSE`, `TERMS.md` (the data's licence, CC BY-NC-SA 4.0 after R-Judge, and the terms of
+    the shipped model responses), `STABLE_DIGESTS.sha256` (`aura_eval.tools.digest` of every stable
+    file under the run's `results/`), `PACK.json` (the code commit, the config's path under the run
+    folder or, outside it, its file name, a list of them where several were merged: no absolute path;
+    the cache's row count) and `MANIFEST.sha256` (`sha256  path` of every other file, as `sha256sum -c`
+    reads it), written first. Members are sorted with zeroed times and owners. The MANIFEST guards
+    against damage, not against tampering: whoever can change a file can change its line (compare the
+    archive's own sha256 with one published through a channel you trust)."""
     root, out = Path(root).resolve(), Path(out)
     recorded = run_config.recorded_config(root) if configfiles is None else None
     if configfiles is None and recorded is None:
