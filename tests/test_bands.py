@@ -132,3 +132,21 @@ def test_a_count_chained_through_yields_adds_each_yield_s_noise_to_its_variance(
     both = first + second
     assert math.sqrt(both.var) == pytest.approx(math.sqrt(first.var) + math.sqrt(second.var))
     assert first.scale(*bands.JUDGEABLE).var is None and first.scale(11, 11, 11).var == pytest.approx(121 * first.var)
+
+
+def test_billed_input_tokens_per_counted_token_come_from_the_stage_s_own_answers_first():
+    from types import SimpleNamespace
+
+    from aura_eval.analyze.forecast import _tokenizer
+
+    anthropic = SimpleNamespace(provider="anthropic")
+    assert _tokenizer(anthropic, []) == (bands.TOKENIZER["anthropic"], "assumed")
+    # the model's stages: their ratio in all (1,100 of 1,000), between the lowest and highest stage's
+    other = [[(110, 100)] * 3, [(120, 100)] * 3, [(100, 100)] * 3]
+    assert _tokenizer(anthropic, other) == ((1.0, 1.1, 1.2), "observed")
+    # this stage's own four answers: billed over counted (1.15), +/- t(3) on the per-answer ratio's
+    # standard error (ratios 1.1, 1.2, 1.1, 1.2: sd 0.0577, se 0.0289, t 3.18)
+    own = [(110, 100), (120, 100), (110, 100), (120, 100)]
+    (low, point, high), source = _tokenizer(anthropic, other, own)
+    assert source == "observed" and point == pytest.approx(1.15)
+    assert (low, high) == (pytest.approx(1.15 - 3.18 * 0.05773503 / 2), pytest.approx(1.15 + 3.18 * 0.05773503 / 2))

@@ -38,6 +38,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import string
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -658,11 +659,19 @@ def _clip(value: float, floor: float, cap: float | None) -> float:
     return max(floor, value if cap is None else min(cap, value))
 
 
-def _tokenizer(ep, by_stage: list[list[tuple]]) -> tuple[tuple[float, float, float], str]:
-    """(low, point, high) of billed input tokens per counted token, and where it comes from: once the
-    model's answers report their input tokens, billed over counted in all (the point) and the lowest
-    and highest of that ratio per stage with 3 answers or more (prompts of one stage are alike; a
-    stage's total averages its prompts out); before, the provider's assumed band."""
+def _tokenizer(ep, by_stage: list[list[tuple]], own: list[tuple] = ()) -> tuple[tuple[float, float, float], str]:
+    """(low, point, high) of billed input tokens per counted token, and where it comes from: once this
+    stage x model's own answers (or a pilot's of it) report their input tokens, 3 or more, billed over
+    counted in all, +/- Student's t on the standard error of the per-answer ratio (what is left is a
+    total over many prompts like these); else the model's other stages: their ratio in all, within the
+    lowest and highest per stage with 3 answers or more; before any, the provider's assumed band."""
+    if len(own) >= 3:
+        ratio = sum(b for b, _ in own) / sum(c for _, c in own)
+        each = [b / c for b, c in own if c]
+        mean = sum(each) / len(each)
+        half = bands.t975(len(each) - 1) * math.sqrt(
+            sum((r - mean) ** 2 for r in each) / (len(each) - 1) / len(each)) if len(each) >= 2 else ratio
+        return (max(0.0, ratio - half), ratio, ratio + half), "observed"
     pairs = [pair for stage in by_stage for pair in stage]
     if len(pairs) >= 3:
         ratio = sum(b for b, _ in pairs) / sum(c for _, c in pairs)
@@ -773,7 +782,7 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
             spec = config["models"][name]
             ep = endpoint_from(name, spec)
             batch = bool(spec.get("batch", False))
-            lo_f, pt_f, hi_f = (tok := _tokenizer(ep, in_ratios[name]))[0]
+            lo_f, pt_f, hi_f = (tok := _tokenizer(ep, in_ratios[name], c.in_ratio))[0]
             observed_in = tok[1] == "observed"
             tokens_in = Band(c.counted_in.low * lo_f,
                              (c.counted_in.point + (0 if observed_in else c.schema_in.point)) * pt_f,
