@@ -123,7 +123,7 @@ def test_the_batch_check_lists_a_batch_with_the_key(provider, monkeypatch):
 
 
 def test_the_preflight_sends_what_the_run_sends_deepseek_json_object(monkeypatch):
-    """The preflight builds its request as the run does (client.completion_kwargs): DeepSeek, which refuses
+    """The preflight builds its request as the run does (wire.completion_kwargs): DeepSeek, which refuses
     a json_schema response format, gets json_object with the schema in the prompt and answers OK."""
     from tests.emulators import EMULATORS
 

@@ -48,7 +48,7 @@ def prompt_schema(body: dict) -> dict:
     """The JSON schema a json_object request's prompt carries (the client appends it), else any object."""
     for message in reversed(body.get("messages", [])):
         text = message.get("content") if isinstance(message.get("content"), str) else ""
-        marker = text.rfind("JSON schema:")  # where client.schema_in_prompt puts it
+        marker = text.rfind("JSON schema:")  # where wire.schema_in_prompt puts it
         if marker >= 0:
             try:
                 return json.loads(text[marker + len("JSON schema:"):].strip())
