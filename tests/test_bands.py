@@ -83,12 +83,16 @@ def test_make_pilot_and_status_run_the_commands_the_guide_names():
 
     for target, args, command in (("pilot", ["CONFIG=config/paper.yaml", "PILOT_SEEDS=2"],
                                    "-m aura_eval pilot --seeds 2 --configfile config/paper.yaml"),
+                                  ("pilot", ["CONFIG=config/paper.yaml", "PILOT_SEEDS=8"],
+                                   "-m aura_eval pilot --seeds 8 --configfile config/paper.yaml"),
                                   ("status", [], "-m aura_eval status")):
         dry = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, *args], cwd=ROOT, capture_output=True,
                              text=True, check=True)
         assert re.search(re.escape(command) + r"\s*$", dry.stdout, re.M), dry.stdout
     guide = (ROOT / "docs/running-the-paper.md").read_text(encoding="utf-8")
     assert "make pilot CONFIG=config/paper.yaml PILOT_SEEDS=2" in guide and "make status" in guide
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "`make pilot CONFIG=config/paper.yaml PILOT_SEEDS=8`" in readme
 
 
 def test_a_pilot_s_share_is_counted_at_the_size_of_its_items():
