@@ -143,6 +143,24 @@ def contradicts(name: str, observed: tuple[float, float] | None) -> bool:
     return abs(k - n * p0) > Z * math.sqrt(n * p0 * (1 - p0)) + 0.5
 
 
+def effective_size(groups: list[tuple[int, int]]) -> float:
+    """The number of independent trials that `groups` [(trials, successes) per item] are worth: their
+    trials over the design effect 1 + (m - 1) * ICC (m: trials per item; ICC: the intra-item
+    correlation, one-way ANOVA). Where every item shows the same share (no spread to tell the ICC
+    from, as when all succeed), each item counts once: its trials may fail or succeed together."""
+    n_items, trials = len(groups), sum(n for n, _ in groups)
+    if n_items < 2 or trials <= n_items:
+        return float(min(n_items, trials))
+    p = sum(k for _, k in groups) / trials
+    between = sum(n * (k / n - p) ** 2 for n, k in groups) / (n_items - 1)
+    within = sum(k * (1 - k / n) for n, k in groups) / (trials - n_items)
+    if between + within == 0 or len({k / n for n, k in groups}) == 1:
+        return float(n_items)
+    m0 = (trials - sum(n * n for n, _ in groups) / trials) / (n_items - 1)
+    icc = min(1.0, max(0.0, (between - within) / (between + (m0 - 1) * within)))
+    return trials / (1 + (trials / n_items - 1) * icc)
+
+
 def wilson(n: float, k: float) -> tuple[float, float]:
     """The 95% Wilson score interval of a share seen k times in n (it stays inside [0, 1] and is not
     empty at 0 of n or n of n, where a normal interval collapses)."""
@@ -154,8 +172,8 @@ def wilson(n: float, k: float) -> tuple[float, float]:
 
 def share_of(trials: Band, name: str, observed: tuple[float, float] | None = None) -> Band:
     """`trials` times a share: the assumed band (`ASSUMED_SHARES`) before any rollout; a pilot's where
-    one saw it (`observed`: (items, successes), counted at the size of its items, since an item's
-    rollouts by several agents are alike): its share as the point, with the uncertainty of its 95%
+    one saw it (`observed`: (trials, successes) at their effective size, `effective_size`): its share
+    as the point, with the uncertainty of its 95%
     Wilson interval (the wider side; a share of 1 seen is not proof of 1) and the binomial noise of
     the run's own rollouts."""
     if not observed or observed[0] <= 0:
