@@ -52,7 +52,7 @@ simulate: venv
 # sha256 checksums, R-Judge's source note, the responses' terms); `python -m aura_eval unpack
 # $(PACK) <checkout>` verifies it and prints the offline replay command. CONFIG: the run's config; left
 # unset, pack and forecast take the config recorded with the results (results/run/config.yaml, written at
-# each run's start; aura_eval/run_config.py), and pack refuses a CONFIG that differs from it.
+# each run's start; aura_eval/workflow/run_config.py), and pack refuses a CONFIG that differs from it.
 PACK ?= aura-eval-run.tar.gz
 CONFIG ?=
 CONFIG_FLAG = $(if $(strip $(CONFIG)),--configfile $(CONFIG))

@@ -37,7 +37,7 @@ include: "rules/report.smk"
 # own handling, so running and queued model jobs send nothing more (aura_eval.llm.stop).
 onstart:
     # Under the SLURM executor, before the first submission: can its status command see a job end?
-    # (otherwise the plugin waits forever without a word: aura_eval.cluster)
+    # (otherwise the plugin waits forever without a word: aura_eval.workflow.slurm_check)
     if workflow.executor_plugin.name == "slurm":
         problem = slurm_status_problem(workflow.executor_settings)
         if problem:

@@ -2,8 +2,9 @@
 
 The package mirrors the pipeline (ARCHITECTURE.md, section 2): `vocab` (the shared names and the
 table and figure registries), `llm` (the one door to every model), `simulator`, the model stages'
-runner and registry, then `construct`, `evaluate`, `analyze`, `report` and `tools` in the order
-their files flow.
+runner and registry (`stage_runner`, `stage_registry`), `workflow` (what serves the Snakefile: its
+config, job plan and start checks), then `construct`, `evaluate`, `analyze`, `report` and `tools`
+in the order their files flow.
 """
 
 # The one source of the version: pyproject.toml reads it, the dataset release carries it

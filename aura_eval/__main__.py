@@ -11,7 +11,7 @@
     python -m aura_eval preflight [--configfile config/config.yaml [more.yaml ...]]
 
 `--configfile` takes several files, as Snakemake does (`--configfile A B`, or the flag repeated):
-they are merged in order as Snakemake merges them (`workflow_config.merge_configs`), so the default
+they are merged in order as Snakemake merges them (`workflow.config.merge_configs`), so the default
 config plus one model file is forecast, preflighted and packed as the workflow runs it.
 
 See `aura_eval.tools.cache_explain`, `aura_eval.tools.cache_repair`, `aura_eval.tools.pack`,
@@ -25,7 +25,7 @@ import argparse
 import sqlite3
 import sys
 
-from aura_eval.workflow_config import DEFAULT_CONFIGFILE
+from aura_eval.workflow.config import DEFAULT_CONFIGFILE
 
 
 CONFIGFILE_HELP = ("the run's config file(s), merged in order as Snakemake merges them (a list after the flag, "
@@ -91,8 +91,8 @@ def main(argv=None) -> int:
     if hasattr(args, "configfile") and args.command != "pack":
         args.configfile = args.configfile or [DEFAULT_CONFIGFILE]
     if args.command in ("forecast", "preflight", "status", "pilot"):
-        from aura_eval import run_config
-        from aura_eval.workflow_config import ConfigError, complete_config, load_configs
+        from aura_eval.workflow import run_config
+        from aura_eval.workflow.config import ConfigError, complete_config, load_configs
 
         recorded = run_config.recorded_config(args.root) if args.command in ("forecast", "status") else None
         try:

@@ -46,7 +46,7 @@ class ModelStage:
     units: str  # what it asks about, in a reader's words (one request per unit, per panel member)
     output: str  # the rows it writes, one per unit (a path with the rule's wildcards)
     calls: str  # its call log (a path with the rule's wildcards)
-    wildcards: tuple[str, ...] = ()  # one job per value of these (from aura_eval.jobs)
+    wildcards: tuple[str, ...] = ()  # one job per value of these (from aura_eval.workflow.jobs)
     taxonomy: bool = False  # its prompts also read prompts/taxonomy.yaml
     groups: tuple[str, ...] = ()  # its call-log groups where a wildcard is part of them (reliability:<kind>)
     output_tokens: int = 300  # the forecast's guess of an answer's tokens before any call log shows them

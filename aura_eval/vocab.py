@@ -112,7 +112,7 @@ def pair_id(source_item: str) -> str:
 RUN_SEPARATOR = "."
 
 
-# The call-log groups of the model stages, in flow order, come from their registry (aura_eval.stages).
+# The call-log groups of the model stages, in flow order, come from their registry (aura_eval.stage_registry).
 def stage_group(stage: str) -> str:
     """The stage a call log's `stage` field belongs to: `judge_safety:<run>:<judge>` -> `judge_safety`,
     `reliability:<kind>:<agent>` -> `reliability:<kind>`."""
@@ -135,7 +135,7 @@ def parse_run(run: str) -> tuple[str, str]:
 # A name becomes a file name, a wildcard value and part of a run id, so it is a letter or digit, then up
 # to 99 letters, digits, `_`, `.` or `-` (no `/`, space or newline), and it never ends in a suffix the run
 # ids add: agent `x.action_only` would be agent x's action-only run. schemas/config.schema.yaml repeats
-# the pattern (`$defs.name`; a test holds them equal); workflow_config.check_config says what is wrong.
+# the pattern (`$defs.name`; a test holds them equal); workflow.config.check_config says what is wrong.
 _NAME_FIRST, _NAME_REST, NAME_MAX = "A-Za-z0-9", "A-Za-z0-9_.-", 100
 NAME_PATTERN = f"^[{_NAME_FIRST}][{_NAME_REST}]{{0,{NAME_MAX - 1}}}$"
 RUN_SUFFIXES = (RUN_SEPARATOR + ACTION_ONLY,)
@@ -535,5 +535,5 @@ VOLATILE_FILES = ("results/tables/model_calls.csv",  # its cache_hits column
                   "results/tables/forecast_vs_actual.csv",  # calls sent and spent in this run (not cached)
                   "results/tables/forecast_vs_actual.md",  # the same, for the report
                   "results/forecast/",  # `make forecast`'s output: what existed when it ran (no rule writes it)
-                  "results/run/",  # the config recorded at the run's start (aura_eval.run_config): a replay's says replay
+                  "results/run/",  # the config recorded at the run's start (aura_eval.workflow.run_config): a replay's says replay
                   "results/report/")  # the report's run section shows the summary above

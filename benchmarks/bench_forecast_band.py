@@ -86,7 +86,7 @@ def coverage() -> dict:
 
 def paper_scale() -> dict:
     from aura_eval.analyze import forecast as fc
-    from aura_eval.workflow_config import complete_config, load_configs
+    from aura_eval.workflow.config import complete_config, load_configs
 
     with tempfile.TemporaryDirectory() as tmp:
         work = scratch_copy(Path(tmp))

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from aura_eval import jobs, run_config, stages, vocab, workflow_config
-from aura_eval.cluster import slurm_status_problem
+from aura_eval import stage_registry, vocab
+from aura_eval.workflow import jobs, run_config
+from aura_eval.workflow.slurm_check import slurm_status_problem
 from aura_eval.llm import ratelimit, stop
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
@@ -16,8 +17,8 @@ from aura_eval.llm.providers import is_simulated
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
                              REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
 from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
-from aura_eval.stage import call_log_problems, failed_calls_summary
-from aura_eval.workflow_config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
+from aura_eval.stage_runner import call_log_problems, failed_calls_summary
+from aura_eval.workflow.config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        fill_defaults, used_models)
 
 # The run's stop mark (aura_eval.llm.stop): every job of this run finds it through the environment.
@@ -179,7 +180,7 @@ def prompt_files(*prompt_ids, taxonomy=False):
 
 
 def stage_prompts(rule):
-    """A model stage's prompt files, as its registry entry lists them (aura_eval.stages)."""
+    """A model stage's prompt files, as its registry entry lists them (aura_eval.stage_registry)."""
     entry = MODEL_STAGES[rule]
     return prompt_files(*entry.prompts, taxonomy=entry.taxonomy)
 
@@ -268,7 +269,7 @@ def rjudge_files():
                   kind=["harmful", "benign"])
 
 
-# The job plan is aura_eval.jobs's (the forecast counts the same jobs); these read this run's config.
+# The job plan is aura_eval.workflow.jobs's (the forecast counts the same jobs); these read this run's config.
 def runs():
     return jobs.runs(config)
 
@@ -328,9 +329,9 @@ def react_runs():
     return jobs.react_runs(config)
 
 
-# Every model stage (aura_eval.stages) and its call log, by rule: the report counts calls, tokens and
+# Every model stage (aura_eval.stage_registry) and its call log, by rule: the report counts calls, tokens and
 # cache hits from them.
-MODEL_STAGES = stages.registry()
+MODEL_STAGES = stage_registry.registry()
 CALL_LOGS = {rule: entry.calls for rule, entry in MODEL_STAGES.items()}
 
 

@@ -90,7 +90,7 @@ def config_keys() -> tuple:
 
 @cache
 def schema_top_keys() -> frozenset:
-    from aura_eval.workflow_config import load_schema
+    from aura_eval.workflow.config import load_schema
 
     return frozenset(load_schema()["properties"])
 

@@ -104,10 +104,10 @@ def planned_submissions(work: Path, profile: Path, config: str) -> dict:
     """From dry runs of `config` in `work`: its jobs, the model jobs (run on the submitting host), the
     SLURM submissions without groups (one per other job but `all`) and with the profile's groups (one
     per ungrouped other job, one per group job), and the rules of the grouped jobs."""
-    from aura_eval import stages
+    from aura_eval import stage_registry
     from tests.workflow import planned_jobs, snakemake
 
-    models = set(stages.registry())
+    models = set(stage_registry.registry())
     jobs = planned_jobs(work, "--configfile", config)
     dry = snakemake(work, "-n", "--profile", str(profile), "--configfile", config).stdout
     single = [rule for rule in re.findall(r"^rule (\w+):$", dry, flags=re.M) if rule not in models and rule != "all"]

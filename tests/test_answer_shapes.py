@@ -21,7 +21,7 @@ from aura_eval.llm.answers import (
 from aura_eval.llm.client import ModelClient
 from aura_eval.llm.types import Endpoint, Request
 from aura_eval.panel import tally
-from aura_eval.stage import failure_problem
+from aura_eval.stage_runner import failure_problem
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import REACT
 

@@ -14,7 +14,7 @@ import pytest
 from aura_eval.llm import CacheMissError, Endpoint, Request
 from aura_eval.llm.batch import batch_cost
 from aura_eval.llm.client import ModelClient
-from aura_eval.workflow_config import ConfigError, check_config
+from aura_eval.workflow.config import ConfigError, check_config
 from tests import timing
 from tests.batch_stub import REASONING, TOKENS_IN, TOKENS_OUT, BatchStub
 

@@ -23,7 +23,7 @@ from aura_eval.llm.budget import Budget
 from aura_eval.llm.cache import CacheError, ResponseCache, cache_key, check_at_start, checksum, side_files
 from aura_eval.llm.client import ModelClient
 from aura_eval.llm.ratelimit import Pacer
-from aura_eval.stage import StageRun
+from aura_eval.stage_runner import StageRun
 from aura_eval.tools.cache_repair import RepairError, answers_held, check, repair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ def test_a_job_on_a_damaged_cache_ends_with_one_message_naming_it(tmp_path):
     job = textwrap.dedent(f"""
         import aura_eval.simulator
         from aura_eval.llm import Endpoint, Request
-        from aura_eval.stage import StageRun
+        from aura_eval.stage_runner import StageRun
         endpoint = Endpoint(name="stub", model="openai/stub", params={{"temperature": 0.0}},
                             api_base="http://127.0.0.1:9/v1")
         reqs = [Request(item_id="item-%04d" % i, endpoint=endpoint, prompt_id="p_test", prompt_version=1,

@@ -10,7 +10,7 @@ import pytest
 from aura_eval.util.jsonl import write_jsonl
 from aura_eval.analyze.calls import CallTotals, model_calls, run_summary, stage_group, stage_summary
 from aura_eval.util.table_files import build, markdown, write_csv
-from aura_eval.stages import call_groups
+from aura_eval.stage_registry import call_groups
 
 
 # The tables as they were computed before streaming (every row in one DataFrame): the reference.

@@ -1,4 +1,4 @@
-"""The SLURM start check (aura_eval.cluster) against stub `sacct`/`squeue`/`scontrol` on PATH: the
+"""The SLURM start check (aura_eval.workflow.slurm_check) against stub `sacct`/`squeue`/`scontrol` on PATH: the
 status command the plugin will use must answer, and `squeue` must remember a finished job longer
 than the plugin's longest pause between checks. tests/test_slurm.py runs it on a real SLURM."""
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from aura_eval.cluster import slurm_status_problem
+from aura_eval.workflow.slurm_check import slurm_status_problem
 
 
 def _stubs(tmp_path, monkeypatch, min_job_age: int, sacct_ok: bool):

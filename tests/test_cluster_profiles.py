@@ -110,7 +110,7 @@ def test_under_slurm_model_jobs_run_here_and_the_others_go_to_sbatch(work, tmp_p
 def test_slurm_groups_the_paper_scale_tables_and_figures_into_few_submissions(tmp_path):
     """config/simulate.yaml through profiles/slurm: the submissions with and without the groups as the
     measurements page states them (at most 40 with them), and only tables and figures grouped."""
-    from aura_eval import stages
+    from aura_eval import stage_registry
     from aura_eval.vocab import FIGURES, TABLES
 
     section = MEASUREMENTS.read_text(encoding="utf-8").split("\n## SLURM", 1)[1]
@@ -119,4 +119,4 @@ def test_slurm_groups_the_paper_scale_tables_and_figures_into_few_submissions(tm
     planned = planned_submissions(work, ROOT / "profiles/slurm", "config/simulate.yaml")
     assert (planned["grouped"], planned["ungrouped"]) == (grouped, ungrouped) and grouped <= 40
     assert planned["grouped_rules"] <= {*TABLES, *FIGURES} and planned["grouped_rules"]
-    assert not planned["grouped_rules"] & set(stages.registry())
+    assert not planned["grouped_rules"] & set(stage_registry.registry())

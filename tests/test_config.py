@@ -12,7 +12,7 @@ from snakemake.utils import validate
 
 from aura_eval import vocab
 from aura_eval.tools import config_doc
-from aura_eval.workflow_config import (DEPENDENT_DEFAULTS, SCHEMA, ConfigError, canonical, check_config, fill_defaults,
+from aura_eval.workflow.config import (DEPENDENT_DEFAULTS, SCHEMA, ConfigError, canonical, check_config, fill_defaults,
                                        load_schema, missing_keys, with_schema_defaults)
 from tests.docs_claims import measured_jobs
 from tests.workflow import AGENT_MOCK, ROOT, mock_model, planned_jobs, scratch_copy, snakemake

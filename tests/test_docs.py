@@ -58,7 +58,7 @@ def test_the_readme_is_a_front_door():
 
 
 def test_the_readme_names_every_key_variable_and_server_config_paper_yaml_needs():
-    from aura_eval.workflow_config import key_variable, used_models
+    from aura_eval.workflow.config import key_variable, used_models
 
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text(encoding="utf-8"))
     section = docs_claims.readme_sections()["Run the paper's models"]
@@ -164,7 +164,7 @@ def test_the_card_and_croissant_share_each_use_and_risk_text():
 def test_configs_merge_as_snakemake_merges_them():
     from snakemake.utils import update_config
 
-    from aura_eval.workflow_config import merge_configs
+    from aura_eval.workflow.config import merge_configs
 
     first = {"models": {"a": {"model": "x", "params": {"t": 0}}}, "seeds": 8, "roles": {"judges": ["a", "b"]}}
     second = {"models": {"a": {"params": {"m": 1}}, "b": {"model": "y"}}, "seeds": "all", "roles": {"judges": ["b"]}}
@@ -201,7 +201,7 @@ def test_make_forecast_passes_every_config_file():
 
 def test_pack_stores_the_merged_config(tmp_path):
     from aura_eval.tools.pack import pack
-    from aura_eval.workflow_config import load_configs
+    from aura_eval.workflow.config import load_configs
 
     from tests.test_unpack_checks import finished_run
 
@@ -286,7 +286,7 @@ def test_the_readme_s_offline_commands_run_as_written(mock_run, tmp_path):
     settings["llm"]["cache"] = "cache/responses.sqlite"
     (work / cache).rename(work / "cache/responses.sqlite")
     (work / "config/config.yaml").write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
-    from aura_eval.run_config import record
+    from aura_eval.workflow.run_config import record
 
     record(settings, ["config/config.yaml"], root=work)  # the run's recorded config, as a default run records it
     (work / "my-model.yaml").write_text(docs_claims.readme_yaml("Add a model"), encoding="utf-8")

@@ -1,10 +1,10 @@
-"""The failure policy of a model job (aura_eval.stage): failed calls fail the job after every
+"""The failure policy of a model job (aura_eval.stage_runner): failed calls fail the job after every
 success is cached; a stage with no usable answer says so; the summary names the empty stages."""
 
 import pytest
 
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.stage import StageFailed, empty_problem, run_stage
+from aura_eval.stage_runner import StageFailed, empty_problem, run_stage
 from tests.test_llm_client import make_requests
 
 # the model client (litellm) against the stub

@@ -299,7 +299,7 @@ def test_token_counts_equal_litellm_s_token_counter_on_the_workflow_s_prompts(rj
 def test_the_paper_s_cost_band_in_the_readme_and_the_guide_is_the_forecast_s(tmp_path):
     """The README's and the guide's numbers for config/paper.yaml (and with the judges in batch) are
     what the forecast prints before any call."""
-    from aura_eval.workflow_config import complete_config, load_configs
+    from aura_eval.workflow.config import complete_config, load_configs
 
     def dollars(value):
         return f"${value:,.0f}"

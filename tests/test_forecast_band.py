@@ -13,7 +13,7 @@ from aura_eval.__main__ import main
 from aura_eval.analyze import bands
 from aura_eval.analyze import forecast as fc
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.workflow_config import complete_config
+from aura_eval.workflow.config import complete_config
 from tests import workflow
 
 MEASURES = ("calls", "tokens_in", "tokens_out", "usd")

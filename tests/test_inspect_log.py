@@ -5,10 +5,10 @@ import copy
 
 import pytest
 
-from aura_eval import jobs
+from aura_eval.workflow import jobs
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.vocab import ACTION_ONLY, REACT
-from aura_eval.workflow_config import ConfigError, check_config, fill_defaults
+from aura_eval.workflow.config import ConfigError, check_config, fill_defaults
 from tests.inspect_mock import PROSE, run_task, token
 from tests.test_inspect_task import ACTIONS, _items
 

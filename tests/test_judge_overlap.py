@@ -11,7 +11,7 @@ from aura_eval.evaluate.judging import (detection_type_rows, judge_panel, judge_
                                panel_action_types)
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm import Endpoint
-from aura_eval.stage import StageRun
+from aura_eval.stage_runner import StageRun
 from tests import timing
 from tests.stub_server import schema_instance
 

@@ -12,11 +12,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, the simulator (which registers
 # itself with the model module), the spine, then the stages in the order their files flow, then the
 # tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow_config",
+FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow", "workflow.config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.stop", "llm.auth", "llm.wire", "llm.vendors.base", "llm.vendors.openai_batch",
-        "llm.vendors.anthropic_batch", "llm.vendors.gemini_batch", "llm.vendors", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage",
-        "stages", "jobs", "cluster", "run_config",
+        "llm.vendors.anthropic_batch", "llm.vendors.gemini_batch", "llm.vendors", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage_runner",
+        "stage_registry", "workflow.jobs", "workflow.slurm_check", "workflow.run_config",
         "construct", "construct.seeds", "construct.tagging", "construct.common", "construct.variation", "construct.pairing",
         "construct.funnel", "construct.release", "construct.uses", "construct.croissant", "construct.card",
         "evaluate", "evaluate.action_only", "evaluate.rollout", "evaluate.judging", "evaluate.reliability",
@@ -88,8 +88,8 @@ def test_no_module_of_llm_imports_another_inside_a_function():
 
 @pytest.mark.suite
 def test_planning_and_analysis_never_import_litellm():
-    modules = ["vocab", "workflow_config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
-               "llm.ratelimit", "llm.local", "llm.auth", "llm.wire", "llm.vendors", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage", "construct.seeds", "construct.tagging",
+    modules = ["vocab", "workflow.config", "llm", "llm.providers", "llm.types", "llm.pricing", "llm.budget",
+               "llm.ratelimit", "llm.local", "llm.auth", "llm.wire", "llm.vendors", "llm.batch", "llm.client", "simulator.planted", "simulator", "stage_runner", "construct.seeds", "construct.tagging",
                "construct.variation", "construct.pairing", "construct.release", "construct.card", "evaluate.action_only", "evaluate.rollout",
                "evaluate.judging", "evaluate.reliability", "evaluate.validation", "analyze.forecast", "analyze.reasons",
                "analyze.frame", "analyze.behaviour", "analyze.judges", "analyze.human", "analyze.construction",
@@ -105,7 +105,7 @@ def test_planning_and_analysis_never_import_litellm():
 
 @pytest.mark.suite
 def test_a_simulated_model_job_never_imports_litellm(tmp_path):
-    code = ("import sys; from aura_eval.stage import run_stage; from aura_eval.llm.types import Endpoint, Request; "
+    code = ("import sys; from aura_eval.stage_runner import run_stage; from aura_eval.llm.types import Endpoint, Request; "
             "ep = Endpoint(name='j', model='aura_sim/judge'); "
             "rows = run_stage('s', {'cache': sys.argv[1] + '/c.sqlite'}, [1, 2], lambda u: Request(item_id=str(u), "
             "endpoint=ep, messages=[{'role': 'user', 'content': 'x'}], prompt_id='judge_action_safety', "
@@ -128,7 +128,7 @@ def test_every_registered_table_and_figure_has_its_builder():
 # A network model's stage on the stub (argv: folder, stub address, replay): the rows' statuses, and
 # whether the job loaded litellm.
 _NETWORK_JOB = (
-    "import sys; from aura_eval.stage import run_stage; from aura_eval.llm.types import Endpoint, Request; "
+    "import sys; from aura_eval.stage_runner import run_stage; from aura_eval.llm.types import Endpoint, Request; "
     "ep = Endpoint(name='a', model='openai/stub-agent', api_base=sys.argv[2]); "
     "llm = {'cache': sys.argv[1] + '/c.sqlite', 'replay': sys.argv[3] == 'replay', 'max_retries': 0}; "
     "rows = run_stage('s', llm, [1, 2], lambda u: Request(item_id=str(u), endpoint=ep, "

@@ -196,7 +196,7 @@ def test_a_signal_to_a_job_writes_the_mark_and_stops_it(tmp_path):
     """SIGINT to a job in its own process: it writes the run's mark, sends nothing more, exits
     non-zero with the message, and what it received is in the cache."""
     mark = tmp_path / "aura-stop"
-    script = ("import sys\nfrom aura_eval.stage import StageRun\nfrom tests.test_paid_once import requests_for, "
+    script = ("import sys\nfrom aura_eval.stage_runner import StageRun\nfrom tests.test_paid_once import requests_for, "
               "settings\nwith StageRun('sig', settings(sys.argv[2], concurrency={'default': 2}), sys.argv[3], "
               "progress=False) as run:\n    run.results(requests_for(sys.argv[1], 40))\n")
     with StubServer() as stub:
@@ -225,7 +225,7 @@ def test_a_stage_run_in_process_gives_its_signal_handlers_back(tmp_path):
 
     from aura_eval.llm import stop
     from aura_eval.llm.types import Endpoint, Request
-    from aura_eval.stage import run_stage
+    from aura_eval.stage_runner import run_stage
 
     before = {sig: signal.getsignal(sig) for sig in stop.SIGNALS}
     ep = Endpoint(name="j", model="aura_sim/judge")

@@ -28,7 +28,7 @@ CLUSTER_GUIDE = "docs/cluster.md"
 
 
 def load(*paths):
-    from aura_eval.workflow_config import load_configs
+    from aura_eval.workflow.config import load_configs
 
     return load_configs(paths)
 
@@ -60,13 +60,14 @@ def test_the_vllm_serve_lines_serve_the_names_and_ports_the_config_calls():
 
 
 def test_only_the_rollout_jobs_call_the_self_hosted_servers():
-    from aura_eval import jobs, stages
-    from aura_eval.workflow_config import complete_config
+    from aura_eval import stage_registry
+    from aura_eval.workflow import jobs
+    from aura_eval.workflow.config import complete_config
 
     config, _ = complete_config(yaml.safe_load(PAPER.read_text()))
     hosted = {n for n, e in config["models"].items() if e["model"].startswith("hosted_vllm/")}
     callers = set()
-    for stage in stages.registry().values():
+    for stage in stage_registry.registry().values():
         for job in jobs.stage_jobs(config, tuple(stage.wildcards)):
             if hosted & set(jobs.job_models(config, stage.role, job)):
                 callers.add((stage.rule, job.get("run")))
@@ -79,7 +80,7 @@ def test_only_the_rollout_jobs_call_the_self_hosted_servers():
 # -- the batch overlay --------------------------------------------------------------------------------
 
 def test_the_batch_overlay_batches_the_three_judges_and_no_construction_role():
-    from aura_eval.workflow_config import CONSTRUCTION_ROLES, as_list, check_config, complete_config
+    from aura_eval.workflow.config import CONSTRUCTION_ROLES, as_list, check_config, complete_config
 
     config, _ = complete_config(load(PAPER, OVERLAY))
     check_config(config)
@@ -89,7 +90,7 @@ def test_the_batch_overlay_batches_the_three_judges_and_no_construction_role():
     assert not batched & construction
     assert config["llm"]["budget_usd"] > 0
     # the overlay changes no result: the config recorded with a run of it is the paper's
-    from aura_eval.run_config import differences
+    from aura_eval.workflow.run_config import differences
 
     assert differences(load(PAPER, OVERLAY), load(PAPER)) == []
 
@@ -152,7 +153,7 @@ def test_site_setup_refuses_a_cache_on_a_network_file_system_and_a_changed_file(
 # -- the config recorded with the results --------------------------------------------------------------
 
 def test_the_recorded_config_round_trips_and_differences_name_what_changes_results(tmp_path):
-    from aura_eval.run_config import RUN_CONFIG, differences, record, recorded_config
+    from aura_eval.workflow.run_config import RUN_CONFIG, differences, record, recorded_config
 
     paper = load(PAPER)
     assert recorded_config(tmp_path) is None
@@ -172,7 +173,7 @@ def test_the_recorded_config_round_trips_and_differences_name_what_changes_resul
 
 def test_pack_takes_the_recorded_config_and_refuses_another(tmp_path, capsys):
     from aura_eval.__main__ import main
-    from aura_eval.run_config import record
+    from aura_eval.workflow.run_config import record
     from aura_eval.tools.pack import PackError, run_configfiles
 
     from tests.test_unpack_checks import finished_run
@@ -212,7 +213,7 @@ def test_make_pack_and_forecast_pass_no_config_unless_told():
 def test_the_end_of_a_failed_run_counts_the_failed_calls(tmp_path):
     import time
 
-    from aura_eval.stage import failed_calls_summary, failure_problem
+    from aura_eval.stage_runner import failed_calls_summary, failure_problem
 
     logs = tmp_path / "logs"
     (logs / "judge").mkdir(parents=True)
@@ -334,7 +335,7 @@ def test_the_preflight_names_a_model_id_each_provider_does_not_know():
     """Each provider of config/paper.yaml answers `unknown model` the way it does (OpenAI's 404, Anthropic's
     not_found_error, Gemini's NOT_FOUND, OpenRouter's 400, ...): the preflight names it for every entry."""
     from aura_eval.tools import preflight as pf
-    from aura_eval.workflow_config import complete_config
+    from aura_eval.workflow.config import complete_config
     from tests.emulators import EMULATORS
     from tests.emulators.base import UNKNOWN_MODEL
     from tests.test_provider_dialects import KEY_ENV, EMULATOR_CRED, emulated_config

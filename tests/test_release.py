@@ -17,7 +17,7 @@ import yaml
 from aura_eval.construct.card import CONFIGS, size_category
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import DATA_LICENCE, FILES, RJUDGE_LICENCE_STATEMENT
-from aura_eval.workflow_config import CONSTRUCTION_ROLES
+from aura_eval.workflow.config import CONSTRUCTION_ROLES
 from tests.workflow import copy_run, snakemake
 
 DATA = {"items": FILES["dataset"], "action_only_subset": FILES["subset"], "excluded": FILES["excluded"]}

@@ -53,9 +53,9 @@ def accounting(one_node):
 
 
 def _model_rules() -> set[str]:
-    from aura_eval import stages
+    from aura_eval import stage_registry
 
-    return set(stages.registry())
+    return set(stage_registry.registry())
 
 
 def _run_until_submitted(work: Path, profile: Path, log: Path, target: str = SEEDS) -> tuple[subprocess.Popen, str]:

@@ -15,10 +15,10 @@ def _build(work):
     # One llama.cpp thread per model job: the tier's other xdist worker keeps the second core busy,
     # and llama.cpp's threads spin-wait on each other, so two threads on a shared core ran 3 to 6
     # times slower than one (300 tokens: 61-113 s against 18-22 s, load 4 on 2 cores).
-    from aura_eval import stages
+    from aura_eval import stage_registry
 
     snakemake(work, "--configfile", str(suite_config(work, "two_seeds.yaml")),
-              "--set-threads", *(f"{rule}=1" for rule in stages.registry()))
+              "--set-threads", *(f"{rule}=1" for rule in stage_registry.registry()))
 
 
 @pytest.fixture(scope="module")

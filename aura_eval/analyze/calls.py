@@ -18,7 +18,7 @@ from aura_eval.llm.answers import STATUSES
 from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import iter_jsonl, read_jsonl
 from aura_eval.util.table_files import explain
-from aura_eval.stages import call_groups
+from aura_eval.stage_registry import call_groups
 from aura_eval.vocab import builder, stage_group
 
 # One count column per call status (answers.STATUS_TABLE), in its order.
@@ -330,11 +330,11 @@ def forecast_bands(checkpoints: list[tuple[str, dict]]) -> pd.DataFrame:
 
 @builder("forecast_bands")
 def _forecast_bands(inputs, settings):
-    from aura_eval import stages
+    from aura_eval import stage_registry
 
     seeds, memo = read_jsonl(inputs["seeds"]), {}  # the files stand still while the table is built: one rendering
     checkpoints = [("before any call", forecast(settings, results=False, seeds=seeds))]
-    for rule in stages.registry():  # each stage's band cut to the narrowest made before it (forecast.narrowed)
+    for rule in stage_registry.registry():  # each stage's band cut to the narrowest made before it (forecast.narrowed)
         earlier = [result["total"] for _, result in checkpoints]
         checkpoints.append((f"after {rule}", forecast(settings, seeds=seeds, upto=rule, memo=memo, earlier=earlier)))
     return forecast_bands(checkpoints)

@@ -44,7 +44,8 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from aura_eval import jobs, stages
+from aura_eval import stage_registry
+from aura_eval.workflow import jobs
 from aura_eval.analyze import bands
 from aura_eval.analyze.bands import ZERO, Band
 from aura_eval.analyze.paid import PaidAnswers, call_log_answers
@@ -113,7 +114,7 @@ def smallest_answer(schema: dict | None):
 
 
 @functools.cache
-def output_floor(stage: stages.ModelStage) -> int:
+def output_floor(stage: stage_registry.ModelStage) -> int:
     """The fewest output tokens a parseable answer of the stage takes (its prompts' smallest answers)."""
     floors = []
     for prompt_id in stage.prompts:
@@ -140,10 +141,10 @@ CONSTRUCTION_ROLES = ("tagger", "relevance", "generator", "reviewers", "classifi
 def results_belong(config: dict, root: Path, seeds: list[dict]) -> str | None:
     """None where the intermediate files under results/ are this run's, else why they are not (the
     forecast then reads none of them): the seeds they hold must be the config's selection, and the
-    config recorded with them (aura_eval.run_config) must agree on what built them (seeds, construction
+    config recorded with them (aura_eval.workflow.run_config) must agree on what built them (seeds, construction
     settings, construction roles and their model entries). Agents, judges and reliability may differ:
     their requests are keyed, so a new model's calls are left and the others' are paid."""
-    from aura_eval import run_config
+    from aura_eval.workflow import run_config
 
     found = _read(root, FILES["seeds"])
     if found is None:
@@ -190,23 +191,32 @@ def observed_yields(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _judgeable(root: Path) -> dict:
-    """{"judgeable": (items, rollouts the judges see), "thought": (items, judgeable ReAct rollouts with a
-    thought)} of a run's rollouts (none: {}), each share counted at the size of the items it was seen on
-    (every agent answers each item: those answers are not independent draws)."""
+    """{"judgeable": (n, rollouts the judges see), "thought": (n, judgeable ReAct rollouts with a thought),
+    "distinct": (n, judge requests that differ)} of a run's files (none: {}), each counted at its
+    effective size n over the items it was seen on (`bands.effective_size`: every agent answers each
+    item, and those answers may fail or coincide together)."""
     rows = [r for path in sorted((root / "results" / "rollouts").glob("*.jsonl")) for r in read_jsonl(path)]
     react = [r for r in rows if r["status"] == "ok" and r.get("format", REACT) == REACT]
 
-    def at_items_size(of: list[dict], hits: int) -> tuple[float, float]:
-        items = len({r["item_id"] for r in of})
-        return items, hits * items / len(of)
+    def per_item(of: list[dict], hit) -> tuple[float, float]:
+        groups = defaultdict(lambda: [0, 0])
+        for r in of:
+            g = groups[r["item_id"]]
+            g[0], g[1] = g[0] + 1, g[1] + hit(r)
+        n = bands.effective_size([tuple(g) for g in groups.values()])
+        return n, n * sum(g[1] for g in groups.values()) / len(of)
     out = {}
     if rows:
-        out["judgeable"] = at_items_size(rows, sum(r["status"] == "ok" for r in rows))
+        out["judgeable"] = per_item(rows, lambda r: r["status"] == "ok")
     if react:
-        out["thought"] = at_items_size(react, sum(1 for r in react if r["thought"]))
+        out["thought"] = per_item(react, lambda r: bool(r["thought"]))
     asked = [r for path in sorted((root / "results" / "calls" / "judge").glob("*/*/*.jsonl")) for r in read_jsonl(path)]
-    if asked:  # the cache answers alike requests once, whichever job asks them
-        out["distinct"] = at_items_size(asked, len({r["key"] for r in asked}))
+    if asked:  # the cache answers alike requests once, whichever job asks them: a key's first request is paid
+        first = {}
+        for i, r in enumerate(asked):
+            first.setdefault(r["key"], i)
+        paid = set(first.values())
+        out["distinct"] = per_item([dict(r, _i=i) for i, r in enumerate(asked)], lambda r: r["_i"] in paid)
     return out
 
 
@@ -306,7 +316,7 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
     selected from `rjudge_dir`); `upto`: as the files stood at that model stage's end; `memo`: a dict
     kept between forecasts of one run's files as they stand (the report's table makes twelve)."""
     root = Path(root)
-    order = [s.rule for s in stages.registry().values()]
+    order = [s.rule for s in stage_registry.registry().values()]
     file_ok, stage_ok = _visible_after(None if upto is None else order.index(upto), order)
     def read_file(rel: str):
         if not results or not file_ok(rel):
@@ -327,7 +337,7 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
     trajectory = sum(count_tokens([{"role": "user", "content": render_steps(s["steps"])}]) for s in seeds) / len(seeds)
     estimates = _Estimates(config, len(seeds), trajectory, read, yields)
     shared_runs: dict[tuple, str] = {}  # (agent's model entry, format) -> the first run that asks it
-    for stage in stages.registry().values():
+    for stage in stage_registry.registry().values():
         # its requests render wherever its inputs exist; what it paid and whether it is done, only from its own end on
         use_results = results and stage_ok(stage.rule)
         for job in jobs.stage_jobs(config, stage.wildcards):
@@ -342,7 +352,7 @@ def plan(config: dict, root: str | Path = ".", results: bool = True, seeds: list
                 model = config["agents"][agent].get("model")
                 if model and providers.provider_of(config["models"][model]["model"]) not in providers.RESPONDER_PROVIDERS:
                     first = shared_runs.setdefault((model, fmt), job["run"])
-            ctx = stages.StageInputs(read, job, [{"name": n, **config["models"][n]} for n in names], config)
+            ctx = stage_registry.StageInputs(read, job, [{"name": n, **config["models"][n]} for n in names], config)
             scope = json.dumps(job, sort_keys=True)
             phase1 = stage.rule == "judge_safety" and results and _panel_phase1(read, config, job)
             memo_key = (stage.rule, scope, phase1)  # what it renders, once its inputs exist, stays the same
@@ -478,7 +488,7 @@ def _from_call_log(p: _Plan, group: str, path: Path, names: list[str]) -> None:
         p.cell(group, name).counts.add("files (call log)")
 
 
-def stage_group_of(stage: stages.ModelStage, job: dict) -> str:
+def stage_group_of(stage: stage_registry.ModelStage, job: dict) -> str:
     """The call-log group of one job (reliability jobs: per kind), as vocab.stage_group gives it."""
     return stage_group(":".join([stage.rule, *job.values()])) if stage.groups else stage.rule
 
@@ -548,7 +558,7 @@ class _Estimates:
     def _per_call(self, prompt_id: str, copies: float) -> float:
         return bands_round(_template_tokens(prompt_id) + copies * self.trajectory)
 
-    def calls(self, stage: stages.ModelStage, job: dict, names: list[str]):
+    def calls(self, stage: stage_registry.ModelStage, job: dict, names: list[str]):
         """[(model name, calls band, counted input tokens per call, the most calls, basis)] of one job."""
         if "run" not in job and "kind" not in job:  # a construction stage: one job
             n, most = self._construction_units(stage.rule)
@@ -558,7 +568,7 @@ class _Estimates:
             return [(name, n, per_call, most, "estimated") for name in names]
         rows, most_rows, basis = self.rows()
         judge_in = {axis: bands_round(_template_tokens(JUDGE_PROMPTS[axis]) + self._context()
-                                      + stages.stage("rollout").output_tokens / 2) for axis in AXES}
+                                      + stage_registry.stage("rollout").output_tokens / 2) for axis in AXES}
         if "run" in job:
             fmt = parse_run(job["run"])[1]
             if fmt != REACT:
@@ -713,8 +723,8 @@ def _model_ratios(p: _Plan, defaults: dict[str, int]) -> dict[str, float]:
 def _pilot(pilot_root: Path) -> tuple[_Plan | None, dict, str]:
     """What a pilot saw (its plan over its own files and the shared cache, its funnel's yields), and
     a line saying so; (None, {}, why) where the folder holds no finished pilot."""
-    from aura_eval import run_config
-    from aura_eval.workflow_config import complete_config
+    from aura_eval.workflow import run_config
+    from aura_eval.workflow.config import complete_config
 
     recorded = run_config.recorded_config(pilot_root)
     yields = observed_yields(pilot_root)
@@ -767,15 +777,15 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
         cache.close()
     if seen is not None:
         _learn(p, seen)
-    registry = stages.registry()
-    defaults = {g: registry[g.split(":")[0]].output_tokens for g in stages.call_groups()}
-    floors = {g: output_floor(registry[g.split(":")[0]]) for g in stages.call_groups()}
+    registry = stage_registry.registry()
+    defaults = {g: registry[g.split(":")[0]].output_tokens for g in stage_registry.call_groups()}
+    floors = {g: output_floor(registry[g.split(":")[0]]) for g in stage_registry.call_groups()}
     ratios = _model_ratios(p, defaults)
     in_ratios = defaultdict(list)
     for (_, name), c in p.cells.items():
         in_ratios[name].append(c.in_ratio)
     rows, uncapped = [], set()
-    for stage in stages.call_groups():
+    for stage in stage_registry.call_groups():
         for (s, name), c in sorted(p.cells.items()):
             if s != stage:
                 continue
@@ -844,7 +854,7 @@ def forecast(config: dict, root: str | Path = ".", results: bool = True, seeds: 
 def finished_stages(config: dict, root: Path) -> list[str]:
     """The model stages, in flow order, every job of which has written its output (up to the first that has not)."""
     done = []
-    for stage in stages.registry().values():
+    for stage in stage_registry.registry().values():
         outputs = [root / stage.output.format(**job) for job in jobs.stage_jobs(config, stage.wildcards)
                    if jobs.job_models(config, stage.role, job)]
         if not all(o.exists() for o in outputs):
@@ -1015,7 +1025,7 @@ def wall_time(rows: list[dict], limits: dict, config: dict | None = None) -> dic
         b["wall_s"] = (max(60.0 * b["calls"] / b["rpm"] if b["rpm"] else 0, 60.0 * b["tokens"] / b["tpm"] if b["tpm"]
                            else 0) if (b["rpm"] or b["tpm"]) else None)
     total = ZERO
-    for stage in stages.call_groups():
+    for stage in stage_registry.call_groups():
         if per_stage.get(stage):
             times = per_stage[stage]
             total += Band(max(t.low for t in times), max(t.point for t in times),

@@ -12,7 +12,7 @@ import json
 import textwrap
 
 from aura_eval.analyze.figures import pyplot, save
-from aura_eval.stages import registry
+from aura_eval.stage_registry import registry
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.vocab import builder
 

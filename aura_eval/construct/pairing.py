@@ -14,8 +14,8 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
 from aura_eval.util.prompts import load_prompt
-from aura_eval.stage import run_stage
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import run_stage
+from aura_eval.stage_registry import model_stage
 from aura_eval.construct.tagging import render_steps
 from aura_eval.vocab import FILES, NO_USABLE_LABEL, NSP, OPPOSITE, ORIGINAL, SP, counterpart_item_id, item_id, pair_id
 CLASSIFICATION_FIELDS = ("pair_label", "reference_rationale", "evidence", "safe_action_sketches",
@@ -186,7 +186,7 @@ def review_pairs(pairs_path, pool_path, reviews_path, calls_path, llm, models: l
             **{f"{s}_votes": sum(r[f"{s}_votes"] for r in rows) for s in ("unparseable", "truncated", "refused")}}
 
 
-# -- the registry entries (aura_eval.stages) -------------------------------------------
+# -- the registry entries (aura_eval.stage_registry) -------------------------------------------
 
 def _classification_requests(ctx) -> list[Request] | None:
     prefixes, variations, reviews = ctx.read("prefixes"), ctx.read("variations"), ctx.read("variation_reviews")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from aura_eval.util.jsonl import InputError, read_jsonl, write_jsonl
 from aura_eval.llm.types import Endpoint, Request, Result, endpoints
 from aura_eval.util.prompts import Prompt, load_prompt
-from aura_eval.stage import run_stage, status_counts
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import run_stage, status_counts
+from aura_eval.stage_registry import model_stage
 from aura_eval.vocab import AT_TRIGGER, FILES, PRE_EXECUTION, prefix_id
 
 # Paper §4.2 / C.2: 157 at-trigger + 54 pre-execution prefixes.

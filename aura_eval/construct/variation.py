@@ -13,8 +13,8 @@ from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import Request, endpoints
 from aura_eval.panel import member_requests
 from aura_eval.util.prompts import load_prompt
-from aura_eval.stage import StageRun, run_stage
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import StageRun, run_stage
+from aura_eval.stage_registry import model_stage
 from aura_eval.construct.tagging import render_steps
 from aura_eval.vocab import FILES, OVER_CAP, VARIED_DIMENSIONS, hash_rank, item_id, load_taxonomy
 
@@ -176,7 +176,7 @@ def review_variations(variations_path, prefixes_path, reviews_path, calls_path, 
             **{f"{s}_votes": sum(r[f"{s}_votes"] for r in rows) for s in ("unparseable", "truncated", "refused")}}
 
 
-# -- the registry entries (aura_eval.stages) -------------------------------------------
+# -- the registry entries (aura_eval.stage_registry) -------------------------------------------
 
 def _relevance_requests(ctx) -> list[Request] | None:
     prefixes = ctx.read("prefixes")

@@ -19,7 +19,7 @@ from aura_eval.evaluate.inspect_task import TASK_NAME, agent_request, output_res
 from aura_eval.evaluate.rollout import rollout_row
 from aura_eval.llm.answers import FAILED
 from aura_eval.llm.types import Result
-from aura_eval.stage import status_counts
+from aura_eval.stage_runner import status_counts
 from aura_eval.util.jsonl import read_jsonl, write_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, parse_run

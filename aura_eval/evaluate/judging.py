@@ -18,10 +18,10 @@ from aura_eval.llm.types import Endpoint, Request, endpoints
 from aura_eval.panel import answer, ballot, tally
 from aura_eval.util.prompts import load_prompt
 from aura_eval.evaluate.rollout import render_context
-from aura_eval.stage import StageRun
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import StageRun
+from aura_eval.stage_registry import model_stage
 from aura_eval.util.stats import vote
-from aura_eval.workflow_config import as_list
+from aura_eval.workflow.config import as_list
 from aura_eval.vocab import AXES, JUDGE_PROMPTS, LABEL_FIELDS
 
 NO_TYPE = "(the judge panel did not agree on a type)"
@@ -216,7 +216,7 @@ def labels(rollouts_path, judgment_paths: dict, out_path) -> dict:
                                                            for axis in AXES}}
 
 
-# -- the registry entries (aura_eval.stages) -------------------------------------------
+# -- the registry entries (aura_eval.stage_registry) -------------------------------------------
 
 def _judge_requests(axes: tuple[str, ...]):
     """The builder of one judge's requests on one run's judgeable rollouts, per axis (detection

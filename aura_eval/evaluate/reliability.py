@@ -20,8 +20,8 @@ from aura_eval.evaluate.judging import final_labels, items_by_id, judge_panel, j
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.types import endpoints
 from aura_eval.util.sampling import stratified_sample
-from aura_eval.stage import StageRun
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import StageRun
+from aura_eval.stage_registry import model_stage
 from aura_eval.vocab import AXES, JUDGE_PROMPTS, RELIABILITY_KINDS, hash_rank
 
 

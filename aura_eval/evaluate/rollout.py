@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 
-from aura_eval.jobs import inspect_log_of
+from aura_eval.workflow.jobs import inspect_log_of
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.llm.answers import FAILED, OK, REFUSED, UNPARSEABLE, declines, split_reasoning
 from aura_eval.llm.types import Endpoint, Request, endpoints
 from aura_eval.util.prompts import load_prompt
-from aura_eval.stage import run_stage, status_counts
-from aura_eval.stages import model_stage
+from aura_eval.stage_runner import run_stage, status_counts
+from aura_eval.stage_registry import model_stage
 from aura_eval.vocab import ACTION_ONLY, AGENT_PROMPTS, REACT, parse_run
 
 _THOUGHT = re.compile(r"\[?\s*agent[_ ]thought\s*\]?\s*:?", re.I)

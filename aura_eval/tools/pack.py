@@ -24,12 +24,12 @@ from pathlib import Path
 
 import yaml
 
-from aura_eval import run_config
+from aura_eval.workflow import run_config
 from aura_eval.llm.cache import CacheError, cache_error, connect_readonly
 from aura_eval.llm.providers import is_simulated
 from aura_eval.tools.digest import stable_digests
 from aura_eval.vocab import RJUDGE_URL, data_terms
-from aura_eval.workflow_config import DEFAULT_CONFIGFILE, ConfigError, load_configs, with_schema_defaults
+from aura_eval.workflow.config import DEFAULT_CONFIGFILE, ConfigError, load_configs, with_schema_defaults
 
 MANIFEST = "MANIFEST.sha256"
 DIGESTS = "STABLE_DIGESTS.sha256"
@@ -208,7 +208,7 @@ def run_configfiles(configfiles, root=".") -> tuple[list | None, str | None]:
 def pack(out, configfiles=(DEFAULT_CONFIGFILE,), root=".") -> dict:
     """Write the archive; a summary (files, bytes, cache rows). `configfiles`: the run's config file, or
     its files in order, merged as Snakemake merges them; None: the config recorded with the results
-    (`results/run/config.yaml`, `aura_eval.run_config`).
+    (`results/run/config.yaml`, `aura_eval.workflow.run_config`).
 
     A gzipped tar of: `results/dataset/`, `results/tables/`, the report (`results/report/report.html`),
     the response cache (`cache/<name>`, a consistent SQLite copy made with the backup API), the config

@@ -24,14 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from aura_eval import jobs, stages
+from aura_eval import stage_registry
+from aura_eval.workflow import jobs
 from aura_eval.llm import auth, pricing, wire
 from aura_eval.llm.providers import IN_PROCESS_PROVIDERS, LOCAL_PROVIDER, provider_of
 from aura_eval.llm.types import endpoint_from
 from aura_eval.llm.vendors import ADAPTERS
 from aura_eval.util.prompts import load_prompt
 from aura_eval.vocab import AGENT_PROMPTS, parse_run
-from aura_eval.workflow_config import key_variable
+from aura_eval.workflow.config import key_variable
 
 MAX_TOKENS = 16  # enough for a provider to accept the request; the answer itself is not used
 TIMEOUT_S = 60.0
@@ -61,7 +62,7 @@ def entries_in_use(config: dict) -> dict[str, dict | None]:
     """Every model entry some job of the run calls -> the JSON schema its roles need (the first
     prompt with one), or None where every prompt it answers is free text (a text-format agent)."""
     found: dict[str, dict | None] = {}
-    for stage in stages.registry().values():
+    for stage in stage_registry.registry().values():
         for job in jobs.stage_jobs(config, stage.wildcards):
             if "run" in job and "judge" not in job:  # a rollout: the prompt of its agent's format and output
                 agent, fmt = parse_run(job["run"])

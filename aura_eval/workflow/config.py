@@ -20,7 +20,7 @@ import yaml
 from aura_eval.llm.providers import BATCH_PROVIDERS, KEYLESS_PROVIDERS, default_key_variable, is_simulated, provider_of
 from aura_eval.vocab import NAME_RULE, name_problem
 
-SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 
 ROLES = ("tagger", "judges", "validation_judges", "replacement_judge", "relevance", "generator", "reviewers",
          "classifier", "pair_generator", "pair_reviewers")

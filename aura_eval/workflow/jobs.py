@@ -5,8 +5,7 @@ same functions, so the forecast counts exactly the jobs Snakemake will run.
 
 from __future__ import annotations
 
-from aura_eval import workflow_config
-from aura_eval.workflow_config import as_list
+from aura_eval.workflow.config import as_list, vendor_swap_agents
 from aura_eval.vocab import ACTION_ONLY, REACT, RELIABILITY_KINDS, parse_run, run_name
 
 
@@ -27,11 +26,6 @@ def calibration_agents(config: dict) -> list[str]:
     """The evaluated models the calibration runs and the human audit use (paper F.1: four),
     so that adding an agent changes neither the calibration sample nor the audit."""
     return list(config["reliability"]["calibration_agents"])
-
-
-def vendor_swap_agents(config: dict) -> list[str]:
-    """Agents sharing a vendor with a panel judge (paper F.4), when the analysis is on."""
-    return workflow_config.vendor_swap_agents(config)
 
 
 def reliability_agents(config: dict, kind: str) -> list[str]:

@@ -67,7 +67,7 @@ def recorded_config(root=".") -> RecordedConfig | None:
 
 def _result_part(config: dict) -> dict:
     """The config with its defaults filled, less what changes no result (NEUTRAL_*)."""
-    from aura_eval.workflow_config import complete_config
+    from aura_eval.workflow.config import complete_config
 
     filled, _ = complete_config(_plain(config))
     for section in NEUTRAL_SECTIONS:
