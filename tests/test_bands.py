@@ -154,3 +154,16 @@ def test_billed_input_tokens_per_counted_token_come_from_the_stage_s_own_answers
     (low, point, high), source = _tokenizer(anthropic, other, own)
     assert source == "observed" and point == pytest.approx(1.15)
     assert (low, high) == (pytest.approx(1.15 - 3.18 * 0.05773503 / 2), pytest.approx(1.15 + 3.18 * 0.05773503 / 2))
+
+
+def test_a_share_seen_on_items_counts_at_its_effective_size():
+    # every item all successes: nothing tells how alike an item's trials are, so each item counts once
+    assert bands.effective_size([(20, 20)] * 17) == 17
+    # independent trials (the same share in every item but for the noise): close to all 160 of them
+    alike_free = [(20, 16), (20, 17), (20, 15), (20, 16), (20, 17), (20, 15), (20, 16), (20, 16)]
+    assert 120 < bands.effective_size(alike_free) <= 160
+    # items that succeed or fail together: about one trial each
+    together = [(20, 20), (20, 0), (20, 20), (20, 20), (20, 0), (20, 20), (20, 20), (20, 20)]
+    assert bands.effective_size(together) == pytest.approx(8, abs=0.5)
+    # one item, or one trial per item: no design effect to tell
+    assert bands.effective_size([(30, 20)]) == 1 and bands.effective_size([(1, 1), (1, 0), (1, 1)]) == 3
