@@ -172,6 +172,7 @@ def test_the_small_simulation_through_slurm_grouped_equals_the_local_run(plain, 
 
 
 CANCEL_DEADLINE_S = 30
+STATUS_CHECK_MAX_S = 180  # the SLURM plugin's longest sleep between status checks
 
 
 def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_recover(accounting, tmp_path):
@@ -187,7 +188,10 @@ def test_with_accounting_a_cancelled_job_is_not_seen_and_ctrl_c_then_a_rerun_rec
                                capture_output=True, text=True).stdout.strip()
         assert state.startswith("CANCELLED by ")
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        # Snakemake ends once the plugin's status-check sleep is over: 10 s longer after each check that
+        # saw no job finish, at most 180 s (snakemake-executor-plugin-slurm's max_sleep_time); a 60 s
+        # wait failed quiet (measurements, row 52)
+        proc.wait(timeout=STATUS_CHECK_MAX_S + 20)
     finally:
         proc.kill()
     assert proc.returncode != 0 and not (work / SEEDS).exists()
