@@ -110,7 +110,7 @@ test: venv $(VENV)/.docs-installed
 test-e2e: venv
 	$(SHARED_RUNS) && $(PYTEST) -m "e2e and not serial" $(PARALLEL) && $(PYTEST) -m "e2e and serial"
 
-# profiles/slurm on the one-node SLURM (tests/test_slurm.py; about 8 minutes, all serial: its jobs
+# profiles/slurm on the one-node SLURM (tests/test_slurm.py; about 10.5 minutes, all serial: its jobs
 # share the one node). Root and `make slurm`; without them the tests are skipped, CI requires them.
 test-slurm: venv
 	$(SHARED_RUNS) && $(PYTEST) -m slurm
@@ -134,7 +134,8 @@ bench: venv
 	$(BIN)/python benchmarks/bench_paid_once.py  # about 9 min: six workflow runs on the stub
 	$(BIN)/python benchmarks/bench_rate_limits.py  # about 25 min: two runs of 10,000 calls
 	$(BIN)/python benchmarks/bench_replay.py  # about 12 min: the embedded and the packed mock replay under two commits
-	BENCH_PAPER=1 $(BIN)/python benchmarks/bench_forecast_band.py  # about 30 min: 20 small simulated runs, a pilot and the paper-scale simulation
+	BENCH_PAPER=1 $(BIN)/python benchmarks/bench_forecast_band.py  # about 35 min: 20 small simulated runs, two pilots and the paper-scale simulation
+	$(BIN)/python benchmarks/bench_llama_threads.py
 	$(BIN)/python benchmarks/bench_slurm_simulation.py  # about 20 min; root and `make slurm`: the one-node SLURM
 
 # The guides under docs/ as a site (Sphinx, MyST Markdown, furo): warnings are errors, so a broken
