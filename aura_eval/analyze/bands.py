@@ -173,9 +173,8 @@ def wilson(n: float, k: float) -> tuple[float, float]:
 def share_of(trials: Band, name: str, observed: tuple[float, float] | None = None) -> Band:
     """`trials` times a share: the assumed band (`ASSUMED_SHARES`) before any rollout; a pilot's where
     one saw it (`observed`: (trials, successes) at their effective size, `effective_size`): its share
-    as the point, with the uncertainty of its 95%
-    Wilson interval (the wider side; a share of 1 seen is not proof of 1) and the binomial noise of
-    the run's own rollouts."""
+    as the point, each bound at its own side of the 95% Wilson interval (a share of 1 seen is not
+    proof of 1), with the binomial noise of the run's own rollouts."""
     if not observed or observed[0] <= 0:
         return trials.scale(*ASSUMED_SHARES[name])
     n, k = observed

@@ -198,25 +198,26 @@ def _judgeable(root: Path) -> dict:
     rows = [r for path in sorted((root / "results" / "rollouts").glob("*.jsonl")) for r in read_jsonl(path)]
     react = [r for r in rows if r["status"] == "ok" and r.get("format", REACT) == REACT]
 
-    def per_item(of: list[dict], hit) -> tuple[float, float]:
+    def per_item(hits: list[tuple[str, bool]]) -> tuple[float, float]:
+        """(effective size, successes at that size) of [(item id, success)]."""
         groups = defaultdict(lambda: [0, 0])
-        for r in of:
-            g = groups[r["item_id"]]
-            g[0], g[1] = g[0] + 1, g[1] + hit(r)
+        for item, hit in hits:
+            groups[item][0] += 1
+            groups[item][1] += hit
         n = bands.effective_size([tuple(g) for g in groups.values()])
-        return n, n * sum(g[1] for g in groups.values()) / len(of)
+        return n, n * sum(hit for _, hit in hits) / len(hits)
     out = {}
     if rows:
-        out["judgeable"] = per_item(rows, lambda r: r["status"] == "ok")
+        out["judgeable"] = per_item([(r["item_id"], r["status"] == "ok") for r in rows])
     if react:
-        out["thought"] = per_item(react, lambda r: bool(r["thought"]))
+        out["thought"] = per_item([(r["item_id"], bool(r["thought"])) for r in react])
     asked = [r for path in sorted((root / "results" / "calls" / "judge").glob("*/*/*.jsonl")) for r in read_jsonl(path)]
     if asked:  # the cache answers alike requests once, whichever job asks them: a key's first request is paid
-        first = {}
-        for i, r in enumerate(asked):
-            first.setdefault(r["key"], i)
-        paid = set(first.values())
-        out["distinct"] = per_item([dict(r, _i=i) for i, r in enumerate(asked)], lambda r: r["_i"] in paid)
+        seen, firsts = set(), []
+        for r in asked:
+            firsts.append((r["item_id"], r["key"] not in seen))
+            seen.add(r["key"])
+        out["distinct"] = per_item(firsts)
     return out
 
 
