@@ -19,6 +19,7 @@ import yaml
 
 from tests import docs_claims
 from tests.docs_claims import DOCS, ROOT, measured_jobs
+from tests.workflow import move_cache
 
 README_MAX_LINES = 160
 FIRST_SCREEN = 40  # lines
@@ -284,7 +285,7 @@ def test_the_readme_s_offline_commands_run_as_written(mock_run, tmp_path):
     settings = yaml.safe_load((work / config.relative_to(source)).read_text(encoding="utf-8"))
     cache = settings["llm"]["cache"]
     settings["llm"]["cache"] = "cache/responses.sqlite"
-    (work / cache).rename(work / "cache/responses.sqlite")
+    move_cache(work / cache, work / "cache/responses.sqlite")  # with its -wal: the run's last answers may be there
     (work / "config/config.yaml").write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
     from aura_eval.workflow.run_config import record
 

@@ -117,6 +117,16 @@ def copy_run(work: Path, tmp_path: Path) -> Path:
     return copy
 
 
+def move_cache(source: Path, target: Path) -> None:
+    """Move a response cache with its `-wal` and `-shm`. A finished run may leave committed answers in
+    the `-wal` (SQLite folds it in only when the last connection closes: two jobs closing at once, or a
+    read-only reader closing last, leave it), so the file alone can lack the latest answers."""
+    for suffix in ("", "-wal", "-shm"):
+        side = source.with_name(source.name + suffix)
+        if side.exists():
+            side.rename(target.with_name(target.name + suffix))
+
+
 STUB_KEY_ENV = "AURA_STUB_CRED"  # the key variable the stub-served models of .test/config/mock.yaml name
 STUB_CRED = "cred-7f3a9c21e8b4d6059a"  # its value in the mock run: a name that does not look secret
 MOCK_ENV = {STUB_KEY_ENV: STUB_CRED}
