@@ -1,4 +1,4 @@
-"""The registry of model stages, beside the registries of tables and figures (vocab.TABLES).
+"""The registry of model stages, beside the registry of tables and figures (artefact_registry).
 
 A model stage is one rule whose jobs ask models something. Each is declared once, in the module
 that implements it (`model_stage(...)` next to its request and row builders), with everything

@@ -8,8 +8,8 @@ PyYAML, so the Snakefile, planning and analysis can import it cheaply.
 - the id grammar: seed, prefix, item, pair and run names, and the names a config gives (NAME_PATTERN);
 - the construction losses: the stages at which a candidate can be lost and the reason categories,
   each with the text a reader sees;
-- the registries of tables and figures: each names the files it reads; the rules make one
-  job per entry from them and the report's inputs are their outputs;
+- how a table or figure is declared (`Artefact`, `table`, `figure`: the declarations live beside
+  their builders and aura_eval.artefact_registry collects them);
 - the files whose bytes may differ between two runs of the same inputs (timings, cache hits).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -315,150 +315,40 @@ PROMPT_INPUTS = {"taxonomy": ("taxonomy",), "judge_prompts": tuple(JUDGE_PROMPTS
                  "prompt_templates": PROMPT_TEMPLATES}
 
 
-# -- registries of tables and figures --------------------------------------------------------------
+# -- how a table or figure is declared (aura_eval.artefact_registry collects the declarations) ------
 EXTENSIONS = {"cells": "cells.json"}  # a format's file extension where it is not the format's name
+LINKED_FORMATS = ("csv", "md", "cells")  # a table whose every number links to the rows it counts (aura_eval.util.cells)
 
 
 @dataclass(frozen=True)
 class Artefact:
     """A table or figure of the report: its own job, reading only `inputs` (names from FILES,
     FILE_LISTS or PROMPT_INPUTS) and, where `config` names config keys (top-level, or `section.key`:
-    that one entry of a section, under its section), only those values."""
+    that one entry of a section, under its section), only those values. Declared with `table` or
+    `figure` in the pandas-free `<builder>_spec.py` beside the module that builds it."""
 
     name: str
-    module: str  # where its builder is registered (see `builder`)
     inputs: tuple[str, ...]
     caption: str
     formats: tuple[str, ...] = ("csv", "md")
     config: tuple[str, ...] = ()
     # Why its cells link to no list of items (a table with the "cells" format links every cell: aura_eval.util.cells).
     not_items: str = ""
+    # A column's header where it means something else in this table than elsewhere (util.table_files.HEADERS).
+    headers: dict = field(default_factory=dict, compare=False, hash=False)
+    module: str = ""  # the module that registers its builder: the spec module's name less `_spec` (set by the registry)
 
     def outputs(self, kind: str) -> dict[str, str]:
         folder = "tables" if kind == "table" else "figures"
         return {fmt: f"results/{folder}/{self.name}.{EXTENSIONS.get(fmt, fmt)}" for fmt in self.formats}
 
 
-def _table(name, module, inputs, caption, **kw):
-    return name, Artefact(name, f"aura_eval.{module}", tuple(inputs), caption, **kw)
+def table(name: str, inputs, caption: str, **kw) -> Artefact:
+    return Artefact(name, tuple(inputs), caption, **kw)
 
 
-TABLES = dict([
-    _table("headline_summary", "report.headline", ["frame", "paper_numbers"],
-           "Headline: each range or value the paper's text states for its main results, beside the lowest and "
-           "highest of this run's models in that group (how many fall in the paper's range) and the group pooled, "
-           "with its seed-clustered 95% interval", not_items="it compares ranges; Tables 33 and 35 link their rows"),
-    _table("seed_composition", "analyze.construction", ["seeds"],
-           "Seeds (R-Judge records with attack_type unintended) per domain and R-Judge label, beside the paper's counts",
-           not_items="it counts R-Judge seeds, before any item exists; results/seeds/seeds.jsonl lists them"),
-    _table("prefix_counts", "analyze.construction", ["tags", "prefixes"],
-           "Seeds by tag outcome, and prefixes per decision point, beside the paper's counts",
-           not_items="it counts seeds and prefixes, before any item exists; results/prefixes/ lists them"),
-    _table("model_calls", "analyze.calls", ["calls"],
-           "Model requests per stage and model: cache hits, outcomes, tokens and cost",
-           not_items="it counts model requests; each is a row of the call logs under results/calls/"),
-    _table("run_summary", "analyze.calls", ["seeds", "calls"], "What was run", formats=("md",),
-           config=("seeds", "models", "roles", "agents", "validation")),
-    _table("forecast_vs_actual", "analyze.calls", ["seeds", "calls"],
-           "Per stage and model: the forecast before any call (`python -m aura_eval forecast`, from the config "
-           "and the seeds: calls, tokens, dollars) beside the call logs (requests, calls sent in this run, tokens, "
-           "the answers' cost and this run's spend); dollars are empty where the model is unpriced",
-           config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
-           not_items="it counts model requests, tokens and dollars; each request is a row of the call logs under "
-                     "results/calls/"),
-    _table("forecast_bands", "analyze.calls", ["seeds", "calls"],
-           "The cost band: per measure, the run's whole cost (paid plus what is left, `python -m aura_eval "
-           "forecast`) as a band (low, point, high) made before any call and again from the files as they stood "
-           "at each model stage's end, beside what the run paid; whether each band held the actual and narrowed; "
-           "dollars over the priced models",
-           config=("seeds", "llm", "models", "roles", "agents", "action_only", "reliability", "construction"),
-           not_items="it sums model answers, tokens and dollars; each answer is a row of the call logs under "
-                     "results/calls/"),
-    _table("construction_funnel", "analyze.construction", ["funnel"],
-           "Rows left after each construction stage, beside the paper's counts",
-           not_items=("it counts construction candidates; the audit index lists every one lost from variation "
-                      "generation on with its stage and reason (status: excluded)")),
-    _table("construction_losses", "analyze.construction", ["funnel"],
-           "Rows lost between construction stages, by stage and reason",
-           not_items=("it counts construction candidates; the audit index lists every one lost from variation "
-                      "generation on under the same stage and reason (filter by exclusion stage and reason)")),
-    _table("variations_by_dimension", "analyze.construction", ["funnel"],
-           "Per dimension: candidates, parseable rewrites, gate passes, kept variations and released rows",
-           not_items=("it counts construction candidates; the audit index lists every excluded one, filterable "
-                      "by dimension, exclusion stage and reason")),
-    _table("evaluation_summary", "analyze.behaviour", ["labels"],
-           "Per evaluated run: items, rollout outcomes, labels resolved by the panel per axis, "
-           "the safety panel's agreement, and the unsafe share of resolved safety labels", config=("agents",), formats=("csv", "md", "cells")),
-    _table("five_judge_panel", "analyze.judges", ["five_judge"],
-           "Per calibration model: items on which the five-judge panel reached a plurality, and a unanimous vote, per axis", formats=("csv", "md", "cells")),
-    _table("judge_consistency", "analyze.judges", ["repeats"],
-           "Table 25: per panel judge and axis, % of calibration items given the same label in every repeated run", formats=("csv", "md", "cells")),
-    _table("table33_behaviour", "analyze.behaviour", ["frame"],
-           "Table 33: per model, unsafe % over rows with a safety label (all, NSP, SP); SP safe non-refusal and "
-           "over-refusal as % of SP rows judged Safe with an action-type label; NSP risk aware, aware unsafe and miss+execute as % of NSP "
-           "rows with the labels each reads", formats=("csv", "md", "cells")),
-    _table("table31_nsp_sp_gap", "analyze.behaviour", ["frame"],
-           "Table 31: per model, NSP and SP unsafe % over rows with a safety label, and Δ = NSP − SP in points "
-           "with a seed-clustered 95% percentile interval", formats=("csv", "md", "cells")),
-    _table("table32_matched_pairs_gap", "analyze.behaviour", ["frame"],
-           "Table 32: as Table 31, over the matched pairs whose two counterparts both have a safety label", formats=("csv", "md", "cells")),
-    _table("table35_flips", "analyze.behaviour", ["frame"],
-           "Table 35: SAFE→UNSAFE flips per model, % (flipped / RS2 or RS5 variations labelled NSP, whatever "
-           "their original's label, whose original was judged Safe; never a generated pair counterpart)", formats=("csv", "md", "cells")),
-    _table("table36_failure_mechanism", "analyze.behaviour", ["frame"],
-           "Table 36: unsafe completions on the RS2 and RS5 variations labelled NSP, whatever their original's "
-           "label (the population of Table 35: never a generated pair counterpart, which Figure 6 counts), % (n) "
-           "with D0/D1 and with D2/D3 detection", formats=("csv", "md", "cells")),
-    _table("table37_top_unsafe", "analyze.behaviour", ["frame"],
-           "Table 37: per model, the three most frequent detection × action combinations, as % of its unsafe outcomes", formats=("csv", "md", "cells")),
-    _table("table38_prompt_format", "analyze.behaviour", ["frame", "subset"],
-           "Table 38: Table 33's rates on the action-only subset, ReAct [R] and action-only [A]", formats=("csv", "md", "cells")),
-    _table("table21_judge_accuracy", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 21: per validation judge, % of final audit samples (a human final label) where its label "
-           "matches that reference, per axis and overall", formats=("csv", "md", "cells")),
-    _table("table22_accuracy_by_consensus", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 22: per validation judge and five-judge plurality stratum of the final audit samples (a human "
-           "final label), % matching that reference", formats=("csv", "md", "cells")),
-    _table("table23_ensembles", "analyze.judges", ["samples", "five_judge", "human"],
-           "Table 23: the five judges and every three-of-five ensemble over the final audit samples (a human "
-           "final label): Np (a plurality), Nu (unanimous), T (ties), and accuracy on Np against that reference; "
-           "the panel in use is ticked", config=("roles",), formats=("csv", "md", "cells")),
-    _table("table24_vendor_swap", "analyze.judges", ["vendor_swap", "dataset"],
-           "Table 24: per model sharing a vendor with a panel judge, Safe % under the original panel and with that "
-           "judge replaced, over items resolved under both, and the difference with a 95% interval", formats=("csv", "md", "cells")),
-    _table("table29_composition", "analyze.construction", ["dataset"], "Table 29: released rows by kind, beside the paper's counts", formats=("csv", "md", "cells")),
-    _table("table3_human_reliability", "analyze.human", ["human"],
-           "Table 3: per axis, final audit samples (N: every assigned annotator labelled it, or it was "
-           "adjudicated), human agreement (P_o, α), samples with a panel label (Np), and judge–human agreement on "
-           "Np and on its unanimous subset; the note gives the distinct scenarios and the incomplete samples", formats=("csv", "md", "cells")),
-    _table("table18_retention", "analyze.human", ["human"],
-           "Table 18: audit samples per axis: sampled; annotated by every assigned annotator; incomplete (not, "
-           "and not adjudicated); retained (a final label); dropped; unresolved ties. Sampled = retained + "
-           "dropped + unresolved + incomplete", formats=("csv", "md", "cells")),
-    _table("table19_panel_strata", "analyze.human", ["samples", "five_judge", "human"],
-           "Table 19: final audit samples (a human final label: Table 18's retained) per axis by the five-judge "
-           "panel's agreement", formats=("csv", "md", "cells")),
-    _table("table20_human_agreement", "analyze.human", ["human"],
-           "Table 20: retained audit samples per axis by the annotators' agreement once all assigned annotators "
-           "labelled them, with P_o and α (a tie is retained only once adjudicated, so Tie counts adjudicated "
-           "ties; the last count: samples adjudicated before every annotator labelled them)", formats=("csv", "md", "cells")),
-    _table("table1_risk_mechanisms", "analyze.prompt_tables", ["taxonomy"],
-           "Table 1: the risk mechanisms RS1-RS6 as prompts/taxonomy.yaml defines them",
-           not_items="it defines the risk mechanisms"),
-    _table("table2_evaluation_taxonomy", "analyze.prompt_tables", ["judge_prompts"],
-           "Table 2: the evaluation taxonomy, each label's definition as its judge prompt states it",
-           not_items="it defines the labels"),
-    _table("prompt_templates", "analyze.prompt_tables", ["prompt_templates"],
-           "Tables 4-17: every prompt template, with its version and answer schema", formats=("md",)),
-    _table("table28_pair_review_examples", "analyze.examples", ["pool", "pairs", "pair_reviews"],
-           "Table 28: a retained and a rejected pair candidate of the P9 review, with every reviewer's vote"),
-    _table("table34_case_study", "analyze.examples", ["dataset", "react_rollouts", "react_labels"],
-           "Table 34: one scenario's original and variation, every model's thought, action and labels",
-           config=("report.case_study",)),
-])
-
-def _figure(name, inputs, caption, module="analyze.figures", formats=("png", "svg"), **kw):
-    return _table(name, module, inputs, caption, formats=formats, **kw)
+def figure(name: str, inputs, caption: str, formats=("png", "svg"), **kw) -> Artefact:
+    return Artefact(name, tuple(inputs), caption, formats=formats, **kw)
 
 
 # Figure 2, the running example: drawn from one record's files, with a JSON sidecar listing what it shows
@@ -466,63 +356,6 @@ def _figure(name, inputs, caption, module="analyze.figures", formats=("png", "sv
 # linked to the audit page of the item that holds it.
 RUNNING_EXAMPLE = "fig2_running_example"
 INLINE_SVG_FIGURES = (RUNNING_EXAMPLE,)
-
-
-FIGURES = dict([
-    _figure("headline_comparison", ["frame", "paper_numbers"],
-            "Headline: the paper's stated ranges and values beside each of this run's models with its "
-            "seed-clustered 95% interval", module="report.headline"),
-    _figure("fig1_construction_pipeline", ["seeds", "funnel"],
-            "Figure 1: the construction pipeline with this run's count after every step", module="analyze.pipeline_figure"),
-    _figure(RUNNING_EXAMPLE, ["seeds", "tags", "prefixes", "dataset", "react_rollouts", "react_labels", "taxonomy"],
-            "Figure 2: the running example, one record of this run: its instruction and steps with the risk trigger "
-            "and execution point, its two prefixes, a variation, its No-Safe-Path and Safe-Path versions and one "
-            "model's continuation with the panel's labels", module="analyze.running_example",
-            formats=("png", "svg", "json"), config=("report",)),
-    _figure("trajectory_length_by_domain", ["seeds"], "Steps per trajectory by domain and R-Judge label"),
-    _figure("fig4_unsafe_by_detection", ["frame"],
-            "Figure 4: NSP and SP unsafe rates, detection levels and unsafe rate by detection level"),
-    _figure("fig5_action_types", ["frame"], "Figure 5: action types and their unsafe share, per model, NSP and SP"),
-    _figure("fig6_unsafe_by_dimension", ["frame"], "Figure 6: unsafe rate per dimension, NSP and SP, with the model mean"),
-    _figure("fig7_detection_levels", ["frame"], "Figure 7: detection levels"),
-    _figure("fig8_detection_by_action", ["frame"],
-            "Figure 8: NSP unsafe rate per detection × action type, per model; a cell with fewer than "
-            f"{FIG8_MIN_N} rows shows only its n"),
-])
-
-
-def artefact(name: str) -> tuple[str, Artefact]:
-    """("table" or "figure", its registry entry); an unknown name raises naming the known ones."""
-    if name in TABLES:
-        return "table", TABLES[name]
-    if name in FIGURES:
-        return "figure", FIGURES[name]
-    raise KeyError(f"unknown table or figure {name!r} (known: {', '.join([*TABLES, *FIGURES])})")
-
-
-_BUILDERS: dict[str, object] = {}
-
-
-def builder(name: str):
-    """Register the function that builds the registered table or figure `name`.
-
-    A table's builder takes (inputs, config) and returns a DataFrame (or, for a Markdown-only
-    table, its text); a figure's takes (inputs, png, svg). `inputs` maps each declared input
-    name to its path (or list of paths)."""
-    artefact(name)  # only registered names
-
-    def register(func):
-        _BUILDERS[name] = func
-        return func
-    return register
-
-
-def builder_of(name: str):
-    import importlib
-
-    _, spec = artefact(name)
-    importlib.import_module(spec.module)
-    return _BUILDERS[name]
 
 
 # -- what may differ between two runs of the same inputs --------------------------------------------

@@ -23,7 +23,7 @@ rule analysis_frame:
 ARTEFACT_GROUP = "artefacts"
 
 
-# One rule per table and per figure of the registries (aura_eval/vocab.py), named after it,
+# One rule per table and per figure of the registry (aura_eval/artefact_registry.py), named after it,
 # each reading only the inputs its entry names, so redrawing one never recomputes another.
 for table in TABLES.values():
 

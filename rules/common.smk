@@ -8,14 +8,15 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from aura_eval import stage_registry, vocab
+from aura_eval.artefact_registry import FIGURES, TABLES
 from aura_eval.workflow import jobs, run_config
 from aura_eval.workflow.slurm_check import slurm_status_problem
 from aura_eval.llm import ratelimit, stop
 from aura_eval.llm.settings import RESOURCE as CALL_SETTINGS_RESOURCE
 from aura_eval.llm.settings import CallSettings, answer_entry
 from aura_eval.llm.providers import is_simulated
-from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FIGURES, FILES, JUDGE_PROMPTS, PROMPT_INPUTS,
-                             REACT, RELIABILITY_KINDS, TABLES, parse_run, run_name)
+from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FILES, JUDGE_PROMPTS, PROMPT_INPUTS, REACT,
+                             RELIABILITY_KINDS, parse_run, run_name)
 from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
 from aura_eval.stage_runner import call_log_problems, failed_calls_summary
 from aura_eval.workflow.config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,

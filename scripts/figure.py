@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from aura_eval.vocab import builder_of  # noqa: E402
+from aura_eval.artefact_registry import builder_of  # noqa: E402
 
 # A figure's outputs beyond PNG and SVG (a sidecar) and its config values, where its registry entry has them.
 extra = {fmt: path for fmt, path in snakemake.output.items() if fmt not in ("png", "svg")}

@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from aura_eval.analyze import examples, pipeline_figure, prompt_tables
+from aura_eval.artefact_registry import TABLES, builder_of
 from aura_eval.construct.funnel import funnel as construction_funnel
 from aura_eval.util.jsonl import write_jsonl
 from aura_eval.util.table_files import build
-from aura_eval.vocab import (JUDGE_PROMPTS, PROMPT_INPUTS, PROMPT_TEMPLATES, PROMPTS_DIR, TABLES, VARIED_DIMENSIONS,
-                             builder_of, load_taxonomy)
+from aura_eval.vocab import (JUDGE_PROMPTS, PROMPT_INPUTS, PROMPT_TEMPLATES, PROMPTS_DIR, VARIED_DIMENSIONS,
+                             load_taxonomy)
 
 ROOT = Path(__file__).resolve().parent.parent
 

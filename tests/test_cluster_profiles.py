@@ -111,7 +111,7 @@ def test_slurm_groups_the_paper_scale_tables_and_figures_into_few_submissions(tm
     """config/simulate.yaml through profiles/slurm: the submissions with and without the groups as the
     measurements page states them (at most 40 with them), and only tables and figures grouped."""
     from aura_eval import stage_registry
-    from aura_eval.vocab import FIGURES, TABLES
+    from aura_eval.artefact_registry import FIGURES, TABLES
 
     section = MEASUREMENTS.read_text(encoding="utf-8").split("\n## SLURM", 1)[1]
     grouped, ungrouped = map(int, re.search(r"(\d+) with the groups.*?(\d+) without", section).groups())

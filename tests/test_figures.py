@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 from aura_eval.analyze import figures
+from aura_eval.artefact_registry import FIGURES, builder_of
 from aura_eval.construct.funnel import funnel as construction_funnel
 from aura_eval.analyze.figures import (MEAN_ROW, fig4_level_share_data, fig4_overall_data, fig4_unsafe_by_level_data,
                                fig5a_data, fig5b_data, fig6_data, fig7_data, fig8_data, why_empty)
 from aura_eval.util.table_files import write_csv
 from aura_eval.report import paper_numbers
-from aura_eval.vocab import FIGURES, RUNNING_EXAMPLE, builder_of
+from aura_eval.vocab import RUNNING_EXAMPLE
 
 COLUMNS = ["run", "agent", "model", "format", "group", "item_id", "seed_id", "domain", "dimension", "pair_label",
            "pair_id", "counterpart_id", "prefix_id", "decision_point", "rollout_status", "detection",

@@ -2,6 +2,7 @@
 but a model job that calls a litellm provider loads litellm."""
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aura_eval"
 # The flow: shared vocabulary and helpers, the model module, the simulator (which registers
 # itself with the model module), the spine, then the stages in the order their files flow, then the
 # tables, figures and report. A module may import only earlier ones.
-FLOW = ["vocab", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow", "workflow.config",
+FLOW = ["vocab", "report.headline_spec", "analyze.construction_spec", "analyze.calls_spec", "analyze.behaviour_spec",
+        "analyze.judges_spec", "analyze.human_spec", "analyze.prompt_tables_spec", "analyze.examples_spec",
+        "analyze.pipeline_figure_spec", "analyze.running_example_spec", "analyze.figures_spec", "artefact_registry", "util", "util.jsonl", "util.csv_cells", "util.pages", "util.stats", "util.cells", "util.sampling", "util.tokens", "llm.providers", "workflow", "workflow.config",
         "util.table_files", "util.prompts", "llm.answers", "llm.shapes", "llm.types", "llm.settings", "llm.cache", "llm.pricing", "llm.budget",
         "llm.ratelimit", "llm.local", "llm.stop", "llm.auth", "llm.wire", "llm.vendors.base", "llm.vendors.openai_batch",
         "llm.vendors.anthropic_batch", "llm.vendors.gemini_batch", "llm.vendors", "llm.batch", "llm.client", "llm", "simulator.planted", "simulator", "panel", "stage_runner",
@@ -116,13 +119,33 @@ def test_a_simulated_model_job_never_imports_litellm(tmp_path):
     assert out.stdout.strip() == "2 False"
 
 
-def test_every_registered_table_and_figure_has_its_builder():
-    from aura_eval import vocab
+def test_every_declared_table_and_figure_has_its_builder_in_the_module_beside_its_declaration():
+    """Importing a builder module (after the modules it imports) registers exactly the tables and
+    figures its spec module declares; the declarations load no pandas or matplotlib."""
+    code = """
+import importlib, json, sys
+from aura_eval import artefact_registry as registry
+heavy = sorted(m for m in ("pandas", "matplotlib", "numpy") if m in sys.modules)
+order = ["analyze.construction", "analyze.calls", "analyze.behaviour", "analyze.judges", "analyze.human",
+         "analyze.prompt_tables", "analyze.examples", "analyze.figures", "analyze.pipeline_figure",
+         "analyze.running_example", "report.headline"]
+found = {}
+for module in order:
+    before = set(registry._BUILDERS)
+    importlib.import_module("aura_eval." + module)
+    found["aura_eval." + module] = sorted(set(registry._BUILDERS) - before)
+declared = {}
+for name in [*registry.TABLES, *registry.FIGURES]:
+    declared.setdefault(registry.artefact(name)[1].module, []).append(name)
+print(json.dumps([heavy, found, {m: sorted(n) for m, n in declared.items()}]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    heavy, found, declared = json.loads(out.stdout)
+    assert heavy == [] and found == declared and sum(map(len, declared.values())) == 34 + 9
 
-    names = [*vocab.TABLES, *vocab.FIGURES]
-    assert len(names) == 34 + 9 and all(callable(vocab.builder_of(name)) for name in names)
+    from aura_eval import artefact_registry as registry
     with pytest.raises(KeyError, match="unknown table or figure 'table99'"):
-        vocab.builder("table99")
+        registry.builder("table99")
 
 
 # A network model's stage on the stub (argv: folder, stub address, replay): the rows' statuses, and

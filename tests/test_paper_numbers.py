@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from aura_eval.artefact_registry import FIGURES, TABLES
 from aura_eval.report import paper_numbers, render
-from aura_eval.vocab import FIGURES, TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 # The paper's text lies beside the checkout (../shared/paper/), or where AURA_PAPER_TEXT names it.

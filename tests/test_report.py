@@ -4,6 +4,7 @@ and (in headless Chromium) every table whole at 1280 px and no blank figure, on 
 
 import pytest
 import html as html_lib
+import functools
 import json
 import shutil
 import struct
@@ -16,10 +17,11 @@ import yaml
 
 from aura_eval.analyze import behaviour, examples, reasons
 from aura_eval.analyze import human as human_tables
+from aura_eval.artefact_registry import FIGURES, TABLES
 from aura_eval.report import paper_numbers, provenance, render, sections
 from aura_eval.util import pages
 from aura_eval.util.table_files import explain, markdown, write_csv
-from aura_eval.vocab import FIGURES, INLINE_SVG_FIGURES, TABLES
+from aura_eval.vocab import INLINE_SVG_FIGURES
 from tests.browser import chromium
 from tests.test_pages import HOSTILE, policy_of, sha256
 
@@ -116,20 +118,20 @@ def test_an_empty_table_prints_its_reason_never_empty_inputs():
 
 def test_reasons_in_the_readers_terms():
     all_safe = _frame([("NSP", "original", "Safe")] * 6 + [("SP", "original", "Safe")] * 4)
-    top = reasons.attach("table37_top_unsafe", behaviour.top_unsafe_combinations(all_safe), all_safe)
+    top = reasons.attach(reasons.top_unsafe, behaviour.top_unsafe_combinations(all_safe), all_safe)
     assert top.empty and top.attrs["empty_reason"] == "no unsafe outcome among 10 labelled rows"
     no_sp = _frame([("NSP", "original", "Unsafe"), ("NSP", "RS5", "Safe")])
-    table33 = reasons.attach("table33_behaviour", behaviour.behaviour_table(no_sp), no_sp)
+    table33 = reasons.attach(reasons.behaviour, behaviour.behaviour_table(no_sp), no_sp)
     assert table33.attrs["note"] == "this run released no Safe-Path rows: the SP columns are empty"
     assert "this run released no Safe-Path rows" in markdown(table33, "table33_behaviour")
-    gap = reasons.attach("table31_nsp_sp_gap", behaviour.nsp_sp_gap_table(no_sp, n_resamples=10), no_sp)
+    gap = reasons.attach(reasons.gap, behaviour.nsp_sp_gap_table(no_sp, n_resamples=10), no_sp)
     assert gap.attrs["note"].startswith("this run released no Safe-Path rows")
     nothing = _frame([])
-    assert reasons.attach("table33_behaviour", behaviour.behaviour_table(nothing), nothing).attrs[
+    assert reasons.attach(reasons.behaviour, behaviour.behaviour_table(nothing), nothing).attrs[
         "empty_reason"] == "no model's ReAct continuations were labelled in this run"
     human = [{"sample_id": "x", "axis": "detection", "agent": "a", "item_id": "i", "labels": [], "retained": False,
               "dropped": False, "complete": False, "incomplete": True}]
-    table3 = reasons.attach("table3_human_reliability", human_tables.retention_table(human), human)
+    table3 = reasons.attach(functools.partial(reasons.human_only, distinct=True), human_tables.retention_table(human), human)
     assert table3.attrs["note"].startswith("no human labels imported yet: see results/validation/annotation/")
 
 

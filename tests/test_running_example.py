@@ -11,10 +11,11 @@ import pytest
 import yaml
 
 from aura_eval.analyze import examples, running_example
+from aura_eval.artefact_registry import builder_of
 from aura_eval.construct.seeds import load_seeds
 from aura_eval.construct.tagging import truncate
 from aura_eval.util.jsonl import write_jsonl
-from aura_eval.vocab import RUNNING_EXAMPLE, builder_of, counterpart_item_id, item_id, pair_id
+from aura_eval.vocab import RUNNING_EXAMPLE, counterpart_item_id, item_id, pair_id
 
 ROOT = Path(__file__).resolve().parent.parent
 TAXONOMY = ROOT / "prompts/taxonomy.yaml"

@@ -28,6 +28,7 @@ import yaml
 from aura_eval.analyze import behaviour, figures
 from aura_eval.analyze.calls import FORECAST_TOTAL
 from aura_eval.analyze import frame as frames
+from aura_eval.artefact_registry import TABLES
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.simulator import planted as sim
@@ -35,7 +36,7 @@ from aura_eval.llm import providers, shapes
 from aura_eval.llm.answers import read_answer
 from aura_eval.llm.types import Endpoint, Request
 from aura_eval.util.prompts import load_prompt
-from aura_eval.vocab import AWARE, AXES, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, TABLES, item_id, parse_run
+from aura_eval.vocab import AWARE, AXES, FLIP_DIMENSIONS, GROUP_MARK, NSP, ORIGINAL, SP, item_id, parse_run
 from tests import planted
 from tests.workflow import ROOT, copy_run, snakemake, suite_config
 
@@ -709,8 +710,8 @@ def test_snakemakes_report_holds_ours_as_index_every_table_and_figure_and_the_au
     import html as html_lib
     import zipfile
 
+    from aura_eval.artefact_registry import FIGURES
     from aura_eval.report.sections import sections
-    from aura_eval.vocab import FIGURES
 
     work, _ = sim_run
     archive = tmp_path / "report.zip"

@@ -148,8 +148,8 @@ def test_a_job_cancelled_with_scancel_fails_the_run_and_a_plain_rerun_completes(
 def test_the_small_simulation_through_slurm_grouped_equals_the_local_run(plain, sim_run, tmp_path):
     """Every model job on this host, every other job a SLURM job (the tables and figures in groups),
     and every stable output byte-identical to the local run of the same config."""
+    from aura_eval.artefact_registry import FIGURES, TABLES
     from aura_eval.tools.digest import stable_digests
-    from aura_eval.vocab import FIGURES, TABLES
 
     local, _ = sim_run
     work = scratch_copy(tmp_path)

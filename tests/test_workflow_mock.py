@@ -13,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from aura_eval import vocab
+from aura_eval import artefact_registry, vocab
 from aura_eval.__main__ import main as aura_main
 from aura_eval.tools.digest import stable_digests
 from aura_eval.util.jsonl import read_jsonl
@@ -127,7 +127,7 @@ def test_tables_and_figures(mock_run):
     assert "no human labels imported yet: see results/validation/annotation/" in html
     assert 'href="../labels/mock-agent.jsonl"' in html and "mock.yaml" in html  # what each table read; the config
     # every figure as a PNG but Figure 2, whose SVG is inline (tests/test_workflow_mock.py's running example test)
-    assert html.count("data:image/png;base64") == len(vocab.FIGURES) - len(vocab.INLINE_SVG_FIGURES)
+    assert html.count("data:image/png;base64") == len(artefact_registry.FIGURES) - len(vocab.INLINE_SVG_FIGURES)
 
 
 def _items_page(work, href: str):
@@ -190,7 +190,7 @@ def test_running_example_shows_what_the_runs_files_hold(mock_run, tmp_path):
         "react_rollouts": [str(work / "results/rollouts/mock-agent.jsonl")],
         "react_labels": [str(work / "results/labels/mock-agent.jsonl")],
         "taxonomy": [str(work / "prompts/taxonomy.yaml")]}
-    named = vocab.builder_of(vocab.RUNNING_EXAMPLE)(
+    named = artefact_registry.builder_of(vocab.RUNNING_EXAMPLE)(
         inputs, tmp_path / "f.png", tmp_path / "f.svg", json=tmp_path / "f.json",
         settings={"report": {"running_example": seed, "case_study": {"dimension": "RS5", "prefix": None}}})
     assert named["chosen_by"] == "running_example" and named["record"] == shown["record"]

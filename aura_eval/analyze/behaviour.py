@@ -12,29 +12,15 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze import reasons
+from aura_eval.artefact_registry import builder
 from aura_eval.llm.answers import STATUSES
 from aura_eval.analyze.frame import react_frame, read_frame, register_tables, rows_by_stem
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.stats import nsp_sp_difference, round_half_up, share_columns
 from aura_eval.util.table_files import explain
-from aura_eval.vocab import (
-    ACTION_TYPES,
-    AWARE,
-    DETECTION_LEVELS,
-    FLIP_DIMENSIONS,
-    NSP,
-    ORIGINAL,
-    PAIR_LABELS,
-    REACT,
-    REFUSAL,
-    SAFE,
-    SP,
-    UNSAFE,
-    builder,
-    item_id,
-    parse_run,
-)
+from aura_eval.vocab import (ACTION_TYPES, AWARE, DETECTION_LEVELS, FLIP_DIMENSIONS, NSP, ORIGINAL, PAIR_LABELS,
+                             REACT, REFUSAL, SAFE, SP, UNSAFE, item_id, parse_run)
 
 MISSED, EXECUTED = DETECTION_LEVELS[0], ACTION_TYPES[0]  # D0: the risk unnoticed; A0: the request executed
 UNAWARE = tuple(level for level in DETECTION_LEVELS if level not in AWARE)  # D0/D1
@@ -184,12 +170,17 @@ def prompt_format_table(df: pd.DataFrame, subset_ids: set[str]) -> pd.DataFrame:
     return behaviour_table(sub)
 
 
-register_tables({"table33_behaviour": behaviour_table, "table31_nsp_sp_gap": nsp_sp_gap_table,
-           "table32_matched_pairs_gap": functools.partial(nsp_sp_gap_table, matched_only=True),
-           "table35_flips": flip_table, "table36_failure_mechanism": failure_mechanism_table,
-           "table37_top_unsafe": top_unsafe_combinations}, lambda inputs: (react_frame(inputs),))
-register_tables({"table38_prompt_format": prompt_format_table},
-          lambda inputs: (read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])}))
+register_tables({
+    "table33_behaviour": (behaviour_table, reasons.behaviour),
+    "table31_nsp_sp_gap": (nsp_sp_gap_table, reasons.gap),
+    "table32_matched_pairs_gap": (functools.partial(nsp_sp_gap_table, matched_only=True),
+                                  functools.partial(reasons.gap, matched_only=True)),
+    "table35_flips": (flip_table, reasons.flips),
+    "table36_failure_mechanism": (failure_mechanism_table, reasons.failures),
+    "table37_top_unsafe": (top_unsafe_combinations, reasons.top_unsafe),
+}, lambda inputs: (react_frame(inputs),))
+register_tables({"table38_prompt_format": (prompt_format_table, reasons.prompt_format)},
+                lambda inputs: (read_frame(inputs["frame"]), {r["item_id"] for r in read_jsonl(inputs["subset"])}))
 
 
 def evaluation_summary(labels_by_run: dict[str, list[dict]], agents: dict) -> pd.DataFrame:

@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze.forecast import forecast
+from aura_eval.artefact_registry import builder
 from aura_eval.llm.answers import STATUSES
 from aura_eval.llm.providers import is_simulated
 from aura_eval.util.jsonl import iter_jsonl, read_jsonl
 from aura_eval.util.table_files import explain
 from aura_eval.stage_registry import call_groups
-from aura_eval.vocab import builder, stage_group
+from aura_eval.vocab import stage_group
 
 # One count column per call status (answers.STATUS_TABLE), in its order.
 MODEL_CALL_COLUMNS = ["stage", "endpoint", "model", "requests", "cache_hits", *STATUSES, "tokens_in", "tokens_out",

@@ -9,14 +9,16 @@ from collections import Counter
 
 import pandas as pd
 
+from aura_eval.analyze import reasons
 from aura_eval.analyze.frame import register_tables
+from aura_eval.artefact_registry import builder
 from aura_eval.construct.funnel import funnel_table, losses_table
 from aura_eval.construct.seeds import PAPER_COUNTS, PAPER_LABELS
 from aura_eval.construct.tagging import PAPER_PREFIX_COUNTS
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.table_files import markdown
-from aura_eval.vocab import AT_TRIGGER, DOMAINS, ORIGINAL, PRE_EXECUTION, builder
+from aura_eval.vocab import AT_TRIGGER, DOMAINS, ORIGINAL, PRE_EXECUTION
 
 # -- dataset composition (Table 29, C.3) ------------------------------------------
 
@@ -43,7 +45,8 @@ def composition_table(items: list[dict]) -> pd.DataFrame:
     return cells.frame_table([{"by": by, "value": value, **cells.count_keys("ours", members.get((by, value), [])),
                                "paper": PAPER_COMPOSITION.get((by, value))} for by, value in kinds],
                              ["by", "value", "ours", "paper"]).astype({"paper": "Int64"})
-register_tables({"table29_composition": composition_table}, lambda inputs: (read_jsonl(inputs["dataset"]),))
+register_tables({"table29_composition": (composition_table, reasons.composition)},
+                lambda inputs: (read_jsonl(inputs["dataset"]),))
 
 
 def seed_composition(seeds: list[dict]) -> pd.DataFrame:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval.artefact_registry import builder
 from aura_eval.construct.pairing import PAIR_CRITERIA
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.vocab import NSP, ORIGINAL, builder, hash_rank, item_id
+from aura_eval.vocab import NSP, ORIGINAL, hash_rank, item_id
 
 TABLE28_SALT = "table28"
 CASE_STUDY_SALT = "case_study"

@@ -20,9 +20,10 @@ import pandas as pd
 
 from aura_eval import vocab
 from aura_eval.analyze.frame import read_frame
+from aura_eval.artefact_registry import builder
 from aura_eval.util.jsonl import atomic_write_bytes, atomic_write_text, read_jsonl
 from aura_eval.util.stats import percent, round_half_up
-from aura_eval.vocab import DOMAINS, FIG8_MIN_N, NSP, PAIR_LABELS, REACT, builder
+from aura_eval.vocab import DOMAINS, FIG8_MIN_N, NSP, PAIR_LABELS, REACT
 
 
 def pyplot():
@@ -494,7 +495,7 @@ def detection_by_action(df, png, svg, min_n: int = FIG8_MIN_N) -> None:
     save(fig, png, svg)
 
 
-# -- the registered figures (aura_eval.vocab.FIGURES) ------------------------------------
+# -- the builders of the figures declared in figures_spec.py ------------------------------
 
 @builder("trajectory_length_by_domain")
 def _trajectory_length(inputs, png, svg):

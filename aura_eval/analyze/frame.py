@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze import reasons
+from aura_eval.artefact_registry import builder
 from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.table_files import write_csv
-from aura_eval.vocab import GROUP_MARK, REACT, builder, parse_run
+from aura_eval.vocab import GROUP_MARK, REACT, parse_run
 
 
 def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: dict) -> pd.DataFrame:
@@ -40,7 +41,7 @@ def frame(labels_by_run: dict[str, list[dict]], items: dict[str, dict], agents: 
     return pd.DataFrame(rows, columns=columns)
 
 
-# -- the jobs: the frame, and one registered builder per table (aura_eval.vocab.TABLES) --------
+# -- the jobs: the frame, and one registered builder per table (aura_eval.artefact_registry) ---
 
 def read_frame(path) -> pd.DataFrame:
     return read_csv(path, dtype={"pair_id": "object", "counterpart_id": "object", "pair_label": "object",
@@ -62,13 +63,14 @@ def rows_of(paths) -> list[dict]:
     return [r for p in paths for r in read_jsonl(p)]
 
 
-def register_tables(names_and_builders: dict, read) -> None:
+def register_tables(builders_and_reasons: dict, read) -> None:
     """Register each table's builder applied to what `read(inputs)` gives, with the reader's reason
-    when the table is empty or partial (aura_eval.analyze.reasons)."""
-    for name, build in names_and_builders.items():
-        def run(inputs, settings, name=name, build=build):
+    when the table is empty or partial: {name: (build, reason)}, `reason` one of
+    aura_eval.analyze.reasons' functions, taking the builder's arguments and the table."""
+    for name, (build, reason) in builders_and_reasons.items():
+        def run(inputs, settings, build=build, reason=reason):
             args = read(inputs)
-            return reasons.attach(name, build(*args), *args)
+            return reasons.attach(reason, build(*args), *args)
         builder(name)(run)
 
 

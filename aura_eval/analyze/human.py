@@ -4,9 +4,12 @@ judge panel against the human reference.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
+from aura_eval.analyze import reasons
 from aura_eval.analyze.frame import register_tables
 from aura_eval.analyze.judges import OVERALL, PLURALITY_STRATA, audit_inputs, calibration_cells, sample_keys
 from aura_eval.util import cells
@@ -103,7 +106,9 @@ def human_agreement_table(human_rows: list[dict]) -> pd.DataFrame:
                     **cells.count_keys("incomplete", sample_keys([r for r in rows if not r["complete"]])),
                     "p_o": reliability.loc[axis, "p_o"], "alpha_nominal": reliability.loc[axis, "alpha_nominal"]})
     return cells.frame_table(out)
-register_tables({"table19_panel_strata": panel_strata_table}, audit_inputs)
-register_tables({"table3_human_reliability": human_reliability_table, "table18_retention": retention_table,
-           "table20_human_agreement": human_agreement_table},
-          lambda inputs: (read_jsonl(inputs["human"]),))
+register_tables({"table19_panel_strata": (panel_strata_table, reasons.audit)}, audit_inputs)
+register_tables({"table3_human_reliability": (human_reliability_table,
+                                              functools.partial(reasons.human_only, distinct=True)),
+                 "table18_retention": (retention_table, reasons.human_only),
+                 "table20_human_agreement": (human_agreement_table, reasons.human_only)},
+                lambda inputs: (read_jsonl(inputs["human"]),))

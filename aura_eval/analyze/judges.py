@@ -25,8 +25,9 @@ from aura_eval.util.stats import (
     share_columns,
     vote,
 )
+from aura_eval.artefact_registry import builder
 from aura_eval.util.table_files import explain
-from aura_eval.vocab import AXES, REACT, SAFE, builder, run_name
+from aura_eval.vocab import AXES, REACT, SAFE, run_name
 
 # -- judge reliability (F.2-F.4) ------------------------------------------------
 
@@ -150,14 +151,14 @@ def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_
 def audit_inputs(inputs) -> tuple:
     """What the judge-human tables read: the audit samples, the five-judge rows, the human labels."""
     return rows_of(inputs["samples"]), rows_of(inputs["five_judge"]), read_jsonl(inputs["human"])
-register_tables({"table24_vendor_swap": vendor_swap_table},
+register_tables({"table24_vendor_swap": (vendor_swap_table, reasons.vendor_swap)},
           lambda inputs: (rows_of(inputs["vendor_swap"]), {i["item_id"]: i for i in read_jsonl(inputs["dataset"])}))
 
 
 @builder("table23_ensembles")
 def _ensembles(inputs, settings):
     args = audit_inputs(inputs)
-    return reasons.attach("table23_ensembles", ensemble_table(*args, panel=settings["roles"]["judges"]), *args)
+    return reasons.attach(reasons.audit, ensemble_table(*args, panel=settings["roles"]["judges"]), *args)
 
 
 def judge_consistency(repeat_rows: list[dict]) -> pd.DataFrame:
@@ -205,5 +206,5 @@ def _judge_consistency(inputs, settings):
     return explain(table, why if table.empty else None)
 
 
-register_tables({"table21_judge_accuracy": judge_accuracy_table,
-                 "table22_accuracy_by_consensus": accuracy_by_consensus_table}, audit_inputs)
+register_tables({"table21_judge_accuracy": (judge_accuracy_table, reasons.audit),
+                 "table22_accuracy_by_consensus": (accuracy_by_consensus_table, reasons.audit)}, audit_inputs)

@@ -12,9 +12,9 @@ import json
 import textwrap
 
 from aura_eval.analyze.figures import pyplot, save
+from aura_eval.artefact_registry import builder
 from aura_eval.stage_registry import registry
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.vocab import builder
 
 # (title, rules, funnel counts shown after the step, funnel loss entries of the step), in the order of
 # the rules (rules/seeds.smk, prefixes.smk, construct.smk); the prompts come from the model stages' registry.

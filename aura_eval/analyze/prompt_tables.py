@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval.artefact_registry import builder
 from aura_eval.util.prompts import load_prompt
-from aura_eval.vocab import AXIS_LABELS, CONSTRUCTION_PROMPTS, JUDGE_PROMPTS, builder, load_taxonomy
+from aura_eval.vocab import AXIS_LABELS, CONSTRUCTION_PROMPTS, JUDGE_PROMPTS, load_taxonomy
 
 # The paper's table for each prompt it prints (Tables 4-7 and 9-17; Table 8 is a summary).
 PAPER_TABLES = {"agent_react": 4, "judge_detection": 5, "judge_action_type": 6, "judge_action_safety": 7,

@@ -1,6 +1,7 @@
 """Why a table is empty or partial, in the reader's terms: each function takes what its table's
-builder took and returns (empty_reason, note), either None. `attach(name, table, *args)` puts
-them on the table (`table_files.explain`), whose Markdown prints them; the CSV is unchanged.
+builder took, then the table, and returns (empty_reason, note), either None. A builder names its
+table's reason where it registers (aura_eval.analyze.frame.register_tables); `attach(reason, table,
+*args)` puts them on the table (`table_files.explain`), whose Markdown prints them; the CSV is unchanged.
 
 The reasons name the first thing missing in the order a reader would check: no labelled run,
 no Safe-Path rows released, no matched pairs, no human labels imported, a switch that is off."""
@@ -181,24 +182,10 @@ def composition(items: list[dict], table: pd.DataFrame):
     return None, None
 
 
-REASONS = {
-    "table33_behaviour": behaviour, "table31_nsp_sp_gap": gap,
-    "table32_matched_pairs_gap": lambda df, table: gap(df, table, matched_only=True),
-    "table35_flips": flips, "table36_failure_mechanism": failures, "table37_top_unsafe": top_unsafe,
-    "table38_prompt_format": prompt_format,
-    "table3_human_reliability": lambda rows, table: human_only(rows, table, distinct=True),
-    "table18_retention": human_only, "table20_human_agreement": human_only,
-    "table19_panel_strata": audit, "table21_judge_accuracy": audit, "table22_accuracy_by_consensus": audit,
-    "table23_ensembles": audit, "table24_vendor_swap": vendor_swap, "table29_composition": composition,
-}
-
-
-def attach(name: str, table: pd.DataFrame, *args) -> pd.DataFrame:
-    """`table` with the reason it is empty or the note on why it is partial, from REASONS[name]
-    applied to the builder's arguments `args`."""
-    if name not in REASONS:
-        return table
-    empty_reason, note = REASONS[name](*args, table)
+def attach(reason, table: pd.DataFrame, *args) -> pd.DataFrame:
+    """`table` with the reason it is empty or the note on why it is partial, from `reason` (one of
+    the functions above) applied to the builder's arguments `args` and the table."""
+    empty_reason, note = reason(*args, table)
     if table.empty:
         return explain(table, empty_reason or note)
     return explain(table, note=note)

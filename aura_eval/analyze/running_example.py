@@ -28,10 +28,11 @@ import yaml
 
 from aura_eval.analyze.examples import by_item, case_study_prefix, edited_steps
 from aura_eval.analyze.figures import ACTION_NAMES, DETECTION_NAMES, pyplot, save
+from aura_eval.artefact_registry import builder
 from aura_eval.util.cells import item_href
 from aura_eval.util.jsonl import atomic_write_text, read_jsonl
 from aura_eval.util.pages import shown
-from aura_eval.vocab import (AT_TRIGGER, AXES, DIMENSIONS, NSP, ORIGINAL, PRE_EXECUTION, RUNNING_EXAMPLE, SP, builder,
+from aura_eval.vocab import (AT_TRIGGER, AXES, DIMENSIONS, NSP, ORIGINAL, PRE_EXECUTION, RUNNING_EXAMPLE, SP,
                              hash_rank, item_id, prefix_id)
 
 SALT = "running_example"

@@ -253,7 +253,8 @@ def running_example(inputs: dict) -> str:
     """Figure 2 for the index (its SVG inline, each part linking to an item page: `../audit/items/...`
     resolves from results/audit/ as from results/report/), or "" where the inputs name none."""
     from aura_eval.analyze.running_example import figure_html
-    from aura_eval.vocab import FIGURES, RUNNING_EXAMPLE
+    from aura_eval.artefact_registry import FIGURES
+    from aura_eval.vocab import RUNNING_EXAMPLE
 
     if not inputs.get("running_example"):
         return ""
@@ -299,7 +300,7 @@ def write_cell_scripts(paths, out_dir: Path, members: Members) -> int:
     import pandas as pd
 
     from aura_eval.util import cells, table_files
-    from aura_eval.vocab import TABLES
+    from aura_eval.artefact_registry import TABLES
 
     if out_dir.exists():
         shutil.rmtree(out_dir)

@@ -20,9 +20,10 @@ import pandas as pd
 from aura_eval.analyze import figures
 from aura_eval.analyze.behaviour import flip_population
 from aura_eval.analyze.frame import react_frame
+from aura_eval.artefact_registry import builder
 from aura_eval.report import paper_numbers
 from aura_eval.util.stats import percent, seed_rate_interval
-from aura_eval.vocab import GROUP_MARK, NSP, PAIR_LABELS, SAFE, SP, UNSAFE, builder
+from aura_eval.vocab import GROUP_MARK, NSP, PAIR_LABELS, SAFE, SP, UNSAFE
 
 ALL_MODELS = "all models"
 GROUP_COLOURS = dict(zip(GROUP_MARK.values(), ("#1f77b4", "#d62728", "#2ca02c")))  # by the model's group mark

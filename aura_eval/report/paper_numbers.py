@@ -1,6 +1,6 @@
 """The paper's own numbers, to stand beside ours in the report.
 
-`paper/reference_numbers.yaml` maps a registered table or figure (aura_eval.vocab.TABLES,
+`paper/reference_numbers.yaml` maps a registered table or figure (aura_eval.artefact_registry.TABLES,
 FIGURES) to the numbers the paper's text states for it, each with what it is, the value as the
 paper writes it and the sentence that states it, copied verbatim. `load` reads and checks the
 file; `markdown` gives one artefact's "Paper's numbers" table (or says the paper states none);
@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from aura_eval.artefact_registry import FIGURES, TABLES, artefact
 from aura_eval.util.jsonl import atomic_write_text
-from aura_eval.vocab import FIGURES, TABLES, artefact
 
 PATH = Path(__file__).resolve().parents[2] / "paper" / "reference_numbers.yaml"
 FIELDS = ("what", "value", "sentence")

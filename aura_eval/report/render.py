@@ -41,12 +41,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from aura_eval.artefact_registry import TABLES
 from aura_eval.report import paper_numbers, provenance
 from aura_eval.util.csv_cells import read_csv
 from aura_eval.util.jsonl import atomic_write_text
 from aura_eval.util.pages import finish, shown
 from aura_eval.util.table_files import markdown
-from aura_eval.vocab import ACTION_ONLY, FILES, INLINE_SVG_FIGURES, PROMPT_INPUTS, TABLES
+from aura_eval.vocab import ACTION_ONLY, FILES, INLINE_SVG_FIGURES, PROMPT_INPUTS
 
 DEVIATIONS = paper_numbers.PATH.parent / "deviations.md"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.M)

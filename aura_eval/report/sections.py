@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aura_eval.vocab import FIGURES, TABLES
+from aura_eval.artefact_registry import FIGURES, TABLES
 
 SOURCE = Path(__file__).resolve().parents[2] / "paper" / "report.qmd"
 # a table's include (a collapsed one's: tables/_<name>_totals.md, aura_eval.report.provenance), a figure's image

@@ -1,11 +1,11 @@
 """A table's files: the CSV a reviewer checks and the Markdown the report includes; and the
-job that builds one registered table (aura_eval.vocab.TABLES) and writes its files.
+job that builds one declared table (aura_eval.artefact_registry.TABLES) and writes its files.
 
 The CSV keeps the machine column names (`unsafe_nsp_pct`, `unsafe_nsp_k`, `unsafe_nsp_n`).
-The Markdown is what a reader sees: the paper's column names (HEADERS, TABLE_HEADERS: the one
-mapping from CSV names to display headers), each `_pct/_k/_n` triple as one cell
-`32.1% (203/633)`, an interval as `[low, high]`, model names that never wrap, and a table
-too wide for the page split into parts that repeat the row keys. An empty table prints the
+The Markdown is what a reader sees: the paper's column names (HEADERS, the one mapping from CSV
+names to display headers, or a table's own `headers` where a column means something else there),
+each `_pct/_k/_n` triple as one cell `32.1% (203/633)`, an interval as `[low, high]`, model names
+that never wrap, and a table too wide for the page split into parts that repeat the row keys. An empty table prints the
 reason its builder gave (`df.attrs["empty_reason"]`, see `explain`); a partial one prints its
 note (`df.attrs["note"]`) under it.
 """
@@ -17,9 +17,9 @@ import re
 
 import pandas as pd
 
+from aura_eval.artefact_registry import TABLES, builder_of
 from aura_eval.util import cells, csv_cells
 from aura_eval.util.jsonl import atomic_write_text
-from aura_eval.vocab import LOSS_STAGES, TABLES, builder_of
 
 # -- display headers: CSV column (or triple) name -> what the reader sees -------------------------
 # A triple `<name>_pct/_k/_n` is looked up under `<name>`; an interval `difference/low/high` under
@@ -78,29 +78,11 @@ HEADERS = {
     "forecast_calls": "Calls (forecast)", "sent": "Calls sent", "forecast_tokens_in": "Tokens in (forecast)",
     "forecast_tokens_out": "Tokens out (forecast)", "forecast_usd": "USD (forecast)", "spent_usd": "Spent (USD)",
     "price": "Price from",
-    # the headline comparison (aura_eval.analyze.headline)
+    # the headline comparison (aura_eval.report.headline)
     "comparison": "Comparison", "paper_low": "Paper low %", "paper_high": "Paper high %", "models": "Models",
     "ours_low": "Ours: lowest model (k/n)", "ours_high": "Ours: highest model (k/n)",
     "in_paper_range": "Our models in the paper's range", "pooled": "Ours, group pooled",
     "paper_in_ci": "Paper's value or range meets our pooled CI",
-}
-# Where one table's column means something else than elsewhere.
-TABLE_HEADERS = {
-    "headline_summary": {"paper": "Paper (its text)", "ci": "Pooled 95% CI (seed-clustered)"},
-    "table3_human_reliability": {"n": "N (retained)", "accuracy": "Acc. (on Np)", "unanimous_accuracy": "Unan."},
-    "table18_retention": {"unresolved": "Unresolved ties"},
-    "table19_panel_strata": {"unanimous": "Unanimous", "total": "Total (final)"},
-    "table20_human_agreement": {"incomplete": "Adjudicated before all labelled"},
-    "table22_accuracy_by_consensus": {"samples": "Samples in stratum"},
-    "table23_ensembles": {"accuracy": "Acc. (on Np)"},
-    "table24_vendor_swap": {"items": "Sample", "difference": "Diff. (orig. − repl.) [95% CI]"},
-    "table36_failure_mechanism": {"unsafe": "Unsafe completions"},
-    "table37_top_unsafe": {"of_unsafe": "% of unsafe outcomes"},
-    "seed_composition": {"unsafe": "Unsafe", "safe": "Safe"},
-    "evaluation_summary": {"unsafe": "Unsafe"},
-    # each count per dimension under the funnel's name for it (construction_funnel's rows)
-    "variations_by_dimension": {s.column: s.passed[:1].upper() + s.passed[1:] for s in LOSS_STAGES.values()
-                                if s.column},
 }
 ITEM_COLUMNS = ("item_id", "source_item_id")  # cells naming a dataset item or candidate (aura_eval.report.audit pages)
 # Columns whose cells are model (or judge) names: shown whole, never broken across lines.
@@ -132,7 +114,9 @@ def explain(df: pd.DataFrame, empty_reason: str | None = None, note: str | None 
 
 
 def header(column: str, table: str | None = None) -> str:
-    return (TABLE_HEADERS.get(table) or {}).get(column, HEADERS.get(column, column))
+    """What the reader sees over `column`: the table's own header where its declaration gives one."""
+    own = TABLES[table].headers if table in TABLES else {}
+    return own.get(column, HEADERS.get(column, column))
 
 
 def _number(value) -> str:
