@@ -46,8 +46,7 @@ onstart:
     stop.install_run_handlers()
     try:
         check_keys(config, os.environ)
-        # A run of simulated models only never reads nor writes answers in the cache: nothing to check.
-        if not all(is_simulated(config["models"][name]["model"]) for name in used_models(config)):
+        if uses_cache():
             for note in check_at_start(
                 config["llm"]["cache"],
                 replay=bool(config["llm"].get("replay")),
@@ -71,6 +70,7 @@ onstart:
 onsuccess:
     for problem in call_log_problems("results/calls"):
         print(f"WARNING: {problem}", file=sys.stderr)
+    fold_cache_at_end()
 
 
 # A failed run (with --keep-going, after every job it could run): how many calls failed, and that a
@@ -79,6 +79,7 @@ onerror:
     summary = failed_calls_summary("logs", since=run_started[0] if run_started else None)
     if summary:
         print(summary, file=sys.stderr)
+    fold_cache_at_end()
 
 
 rule all:

@@ -17,7 +17,7 @@ from aura_eval.llm.settings import CallSettings, answer_entry
 from aura_eval.llm.providers import is_simulated
 from aura_eval.vocab import (ACTION_ONLY, AGENT_PROMPTS, AXES, DOMAINS, FILES, JUDGE_PROMPTS, PROMPT_INPUTS, REACT,
                              RELIABILITY_KINDS, parse_run, run_name)
-from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start
+from aura_eval.llm.cache import CacheError, CacheLocationError, check_at_start, fold_at_end
 from aura_eval.stage_runner import call_log_problems, failed_calls_summary
 from aura_eval.workflow.config import (CONSTRUCTION_ROLES, ConfigError, canonical, check_config, check_keys,
                                        fill_defaults, used_models)
@@ -159,6 +159,20 @@ def run_agent_entry(wildcards):
 def simulated_run():
     """Whether a model this run uses is the simulator (its report then says so on every page)."""
     return any(is_simulated(config["models"][name]["model"]) for name in used_models(config))
+
+
+def uses_cache():
+    """Whether the run reads or writes answers in the cache (a run of simulated models only never does)."""
+    return not all(is_simulated(config["models"][name]["model"]) for name in used_models(config))
+
+
+def fold_cache_at_end():
+    """The cache left as one file at the run's end: its last jobs' answers may still sit in its -wal
+    (aura_eval.llm.cache.fold_at_end); a replay never writes it."""
+    if uses_cache() and not config["llm"].get("replay"):
+        note = fold_at_end(config["llm"]["cache"])
+        if note:
+            print(note, file=sys.stderr)
 
 
 def run_output_format(wildcards):

@@ -89,6 +89,28 @@ def test_no_key_reaches_any_file(mock_run):
     assert raw and all("Bearer <redacted>" in text and "key=<AURA_STUB_CRED>" in text for text in raw)
 
 
+def test_a_finished_run_leaves_its_cache_one_file(mock_run):
+    """The run's end folds the -wal its last jobs may leave (rules/common.smk, fold_cache_at_end): the
+    file alone holds every answer the call logs name."""
+    import sqlite3
+
+    from aura_eval.llm.cache import has_wal_content
+
+    work, _ = mock_run
+    cache = work / "cache/mock.sqlite"
+    assert not has_wal_content(cache)
+    answered = {c["key"] for p in (work / "results/calls").rglob("*.jsonl") for c in read_jsonl(p)
+                if c["status"] == "ok" and not c["model"].startswith("aura_sim/")}
+    copy = work.parent / "mock-cache-alone.sqlite"
+    copy.write_bytes(cache.read_bytes())  # the file alone, as a copy without its side files is
+    db = sqlite3.connect(copy)
+    try:
+        stored = {key[:16] for (key,) in db.execute("SELECT key FROM responses")}
+    finally:
+        db.close()
+    assert len(answered) > 100 and sorted(answered - stored) == []
+
+
 def test_every_stage_writes_traceable_rows(mock_run):
     work, _ = mock_run
     items = read_jsonl(work / "results/dataset/aura_eval.jsonl")

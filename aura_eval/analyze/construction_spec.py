@@ -1,8 +1,5 @@
-"""The construction tables (construction.py builds them).
-
-A declaration gives a table's or figure's inputs, caption, formats, config keys and headers. This
-module imports only the vocabulary, so Snakemake's parse plans every job without pandas or
-matplotlib (aura_eval.artefact_registry collects the declarations)."""
+"""The construction tables, as declared (construction.py builds them;
+pandas-free: see aura_eval.artefact_registry)."""
 
 from aura_eval.vocab import LINKED_FORMATS, LOSS_STAGES, table
 

@@ -1,8 +1,5 @@
-"""The figures of the seeds and the analysis frame (figures.py draws them).
-
-A declaration gives a table's or figure's inputs, caption, formats, config keys and headers. This
-module imports only the vocabulary, so Snakemake's parse plans every job without pandas or
-matplotlib (aura_eval.artefact_registry collects the declarations)."""
+"""The figures of the seeds and the analysis frame, as declared (figures.py draws them;
+pandas-free: see aura_eval.artefact_registry)."""
 
 from aura_eval.vocab import FIG8_MIN_N, figure
 

@@ -1,8 +1,5 @@
-"""Figure 1, the construction pipeline (pipeline_figure.py draws it).
-
-A declaration gives a table's or figure's inputs, caption, formats, config keys and headers. This
-module imports only the vocabulary, so Snakemake's parse plans every job without pandas or
-matplotlib (aura_eval.artefact_registry collects the declarations)."""
+"""Figure 1, the construction pipeline, as declared (pipeline_figure.py draws it;
+pandas-free: see aura_eval.artefact_registry)."""
 
 from aura_eval.vocab import figure
 

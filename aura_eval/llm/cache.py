@@ -577,6 +577,33 @@ def read_ahead(path) -> None:
             pass
 
 
+def fold_at_end(path) -> str | None:
+    """After a run's last job (the Snakefile's `onsuccess`): fold the answers left in `<cache>-wal`
+    into the file and empty the `-wal`, so the finished cache is one file that can be copied alone.
+
+    SQLite folds the `-wal` only when the last connection closes, and not always then: two jobs
+    closing at once each leave it to the other, and a writer that closes while a read-only reader
+    is open leaves it to a reader that cannot. The answers are safe there (every reader reads the
+    `-wal`; the next run's start folds it), but a copy of the file alone would lack them. A note
+    when something was folded; a note and no error when it could not be (another run holds the
+    file: its own end or the next start folds it)."""
+    path = Path(path)
+    if not path.is_file() or not has_wal_content(path):
+        return None
+    try:
+        db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+        try:
+            busy, logged, copied = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as err:
+        busy, logged, copied = 1, None, str(err)
+    if busy or logged != copied:
+        return (f"response cache {path}: the answers in {path.name}-wal are not folded into the file yet "
+                f"(another connection holds it); keep the -wal beside the file: the next run's start folds it")
+    return f"response cache {path}: folded the run's last answers from {path.name}-wal into the file"
+
+
 def check_at_start(path, *, replay: bool = False, allow_network_fs: bool = False) -> list[str]:
     """The cache file checked once before the first job (the Snakefile's `onstart`); the notes to
     print. Raises CacheLocationError for a network file system and CacheError, naming the file,
