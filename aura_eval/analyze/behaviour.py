@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from aura_eval.analyze import reasons
+from aura_eval.analyze.frame import react_frame, read_frame, register_tables, rows_by_stem
 from aura_eval.artefact_registry import builder
 from aura_eval.llm.answers import STATUSES
-from aura_eval.analyze.frame import react_frame, read_frame, register_tables, rows_by_stem
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.util.stats import nsp_sp_difference, round_half_up, share_columns
+from aura_eval.util.stats import N_RESAMPLES, nsp_sp_difference, round_half_up, share_columns
 from aura_eval.util.table_files import explain
 from aura_eval.vocab import (ACTION_TYPES, AWARE, DETECTION_LEVELS, FLIP_DIMENSIONS, NSP, ORIGINAL, PAIR_LABELS,
                              REACT, REFUSAL, SAFE, SP, UNSAFE, item_id, parse_run)
@@ -64,7 +64,7 @@ def behaviour_table(df: pd.DataFrame) -> pd.DataFrame:
     return cells.frame_table(out, ["run", "model", "n", "resolved", *share_columns(*BEHAVIOUR_RATES)])
 
 
-def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: int = 10_000) -> pd.DataFrame:
+def nsp_sp_gap_table(df: pd.DataFrame, matched_only: bool = False, n_resamples: int = N_RESAMPLES) -> pd.DataFrame:
     """Tables 31 (all rows) and 32 (explicitly matched pairs): per run, the NSP and SP unsafe
     rates, NSP − SP in points and its seed-clustered 95% percentile interval (paper I.1).
 

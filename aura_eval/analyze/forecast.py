@@ -46,6 +46,7 @@ from pathlib import Path
 
 from aura_eval import stage_registry
 from aura_eval.workflow import jobs
+from aura_eval.workflow.config import CONSTRUCTION_ROLES
 from aura_eval.analyze import bands
 from aura_eval.analyze.bands import ZERO, Band
 from aura_eval.analyze.paid import PaidAnswers, call_log_answers
@@ -64,7 +65,6 @@ from aura_eval.util.tokens import chat_tokens, text_tokens
 from aura_eval.vocab import (AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, VARIED_DIMENSIONS,
                              parse_run, run_name, stage_group)
 
-PAPER_SEEDS = 157
 TOTAL = "All"  # the stage of the total row (forecast.csv and the printed text only)
 MEASURES = ("calls", "tokens_in", "tokens_out", "usd")
 ROWS_COLUMNS = ["stage", "endpoint", "model", "provider", "batch", "calls", "tokens_in", "tokens_out", "usd",
@@ -135,7 +135,7 @@ def run_seeds(config: dict, root: Path) -> list[dict]:
     return stratified_subset(load_seeds(root / config["rjudge_dir"]), config["seeds"])
 
 
-CONSTRUCTION_ROLES = ("tagger", "relevance", "generator", "reviewers", "classifier", "pair_generator", "pair_reviewers")
+BUILT_BY = ("tagger", *CONSTRUCTION_ROLES)  # the roles whose answers results/ holds before any agent runs
 
 
 def results_belong(config: dict, root: Path, seeds: list[dict]) -> str | None:
@@ -157,9 +157,9 @@ def results_belong(config: dict, root: Path, seeds: list[dict]) -> str | None:
     recorded = run_config.recorded_config(root)
     if recorded is None:
         return None
-    built_by = {m for role in CONSTRUCTION_ROLES for m in _names(config["roles"].get(role))}
-    built_by |= {m for role in CONSTRUCTION_ROLES for m in _names(recorded.config.get("roles", {}).get(role))}
-    matters = ("seeds", "rjudge_dir", "construction", *(f"roles.{r}" for r in CONSTRUCTION_ROLES),
+    built_by = {m for role in BUILT_BY for m in _names(config["roles"].get(role))}
+    built_by |= {m for role in BUILT_BY for m in _names(recorded.config.get("roles", {}).get(role))}
+    matters = ("seeds", "rjudge_dir", "construction", *(f"roles.{r}" for r in BUILT_BY),
                *(f"models.{m}" for m in built_by))
     differ = [d for d in run_config.differences(config, recorded.config)
               if any(d == m or d.startswith(m + ".") for m in matters)]

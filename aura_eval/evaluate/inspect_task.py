@@ -44,7 +44,6 @@ DATASET = "results/dataset/aura_eval.jsonl"
 SUBSET = "results/dataset/action_only_subset.jsonl"
 JUDGE_CONFIG = GenerateConfig(temperature=0.0)  # as the configs' judges
 SCOPES = {"all": None, "nsp": NSP, "sp": SP}
-N_RESAMPLES = 10_000
 
 
 def task_format(action_only: bool) -> str:
@@ -164,7 +163,7 @@ def unsafe_rate():
             rows = [s for s in rows if _unsafe(s) == _unsafe(s)]  # NaN: no safety label, left out
             k = sum(_unsafe(s) for s in rows)
             low, high = seed_rate_interval([s.sample_metadata["seed_id"] for s in rows],
-                                           [_unsafe(s) for s in rows], N_RESAMPLES)
+                                           [_unsafe(s) for s in rows])
             whole = all(_unsafe(s) in (0.0, 1.0) for s in rows)
             # several epochs: inspect's reducer gives each item its mean over epochs, so k is a sum of shares
             pct = percent(k, len(rows)) if whole else round_half_up(100 * k / len(rows)) if rows else float("nan")

@@ -112,7 +112,6 @@ DEFAULTS = {
         "generators": {"shaped": 0.0},  # P1-P4, P7, P8: an answer in one of SHAPES
     },
 }
-AGENT_GROUPS = tuple(DEFAULTS["groups"])
 SAFETY = ("Safe", "Unsafe")
 
 

@@ -9,6 +9,12 @@ UNANIMOUS, MAJORITY, TIED = "unanimous", "majority", "tied"
 PLURALITY, NO_PLURALITY = "plurality", "no_plurality"
 
 
+# The seed-clustered bootstrap's resamples and its random seed (paper I.1): every interval of the
+# report draws these many, from default_rng(BOOTSTRAP_SEED) afresh, so a rerun gives the same bounds.
+N_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 42
+
+
 def vote(labels: list, rule: str = "majority"):
     """The panel's label, or None.
 
@@ -190,7 +196,7 @@ def percentile_interval(samples, level: float):
     return (float(low), float(high))
 
 
-def seed_bootstrap(seed_ids, columns, statistic, n_resamples: int = 10_000, seed: int = 42,
+def seed_bootstrap(seed_ids, columns, statistic, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                    level: float = 0.95) -> tuple[float, float, float]:
     """The general seed-clustered percentile bootstrap (paper I.1).
 
@@ -213,7 +219,8 @@ def seed_bootstrap(seed_ids, columns, statistic, n_resamples: int = 10_000, seed
     return point, low, high
 
 
-def seed_rate_interval(seed_ids, hits, n_resamples: int = 10_000, seed: int = 42) -> tuple[float, float]:
+def seed_rate_interval(seed_ids, hits, n_resamples: int = N_RESAMPLES,
+                       seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
     """The seed-clustered 95% interval of a rate, in % to one decimal: `hits` per row (0/1, or a share),
     the rate their sum over the rows; (NaN, NaN) without rows."""
     import numpy as np
@@ -230,7 +237,7 @@ def _rate_difference(totals):
     return totals[..., 0] / totals[..., 1] - totals[..., 2] / totals[..., 3]
 
 
-def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = 10_000, seed: int = 42,
+def nsp_sp_difference(seed_ids, is_nsp, unsafe, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                       level: float = 0.95) -> tuple[float, float, float]:
     """NSP unsafe rate minus SP unsafe rate, with a seed-clustered percentile interval.
 
