@@ -57,7 +57,7 @@ onstart:
         raise WorkflowError(str(err)) from None
     # A budget: what the run may still pay (the forecast's band and ceiling) against it, before any call.
     if config["llm"].get("budget_usd") is not None and not config["llm"].get("replay"):
-        from aura_eval.analyze.forecast import budget_at_start
+        from aura_eval.analyze.forecast_text import budget_at_start
 
         print(budget_at_start(config), file=sys.stderr)
     # The config recorded with the results (results/run/config.yaml): what `make pack` packs and

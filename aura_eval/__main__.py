@@ -116,9 +116,10 @@ def main(argv=None) -> int:
             sys.stdout.write(pf.report(config, checks))
             return 0 if all(c.ok for c in checks) else 1
         from aura_eval.analyze import forecast as fc
+        from aura_eval.analyze import forecast_text
 
         if args.command == "status":
-            sys.stdout.write(fc.status_text(fc.forecast(config, root=args.root)))
+            sys.stdout.write(forecast_text.status_text(fc.forecast(config, root=args.root)))
             return 0
         if args.command == "pilot":
             from aura_eval.tools.pilot import PilotError, run as run_pilot
@@ -135,11 +136,11 @@ def main(argv=None) -> int:
                 print(f"error: {err}", file=sys.stderr)
                 return 1
         result = fc.forecast(config, root=args.root, results=not args.no_results)
-        sys.stdout.write(fc.text(result))
+        sys.stdout.write(forecast_text.text(result))
         requests, usd, unpriced = pf.estimate(config)
         print(f"preflight (make preflight): {requests} requests, at most ${usd:.4f}"
               + (f" (unpriced: {', '.join(unpriced)})" if unpriced else ""))
-        print("written: " + ", ".join(str(p) for p in fc.write(result, args.out)))
+        print("written: " + ", ".join(str(p) for p in forecast_text.write(result, args.out)))
         return 0
     from aura_eval.llm.cache import CacheError
     from aura_eval.tools.cache_repair import RepairError

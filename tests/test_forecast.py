@@ -12,6 +12,7 @@ import yaml
 
 from aura_eval.analyze import bands
 from aura_eval.analyze import forecast as fc
+from aura_eval.analyze import forecast_text
 from aura_eval.__main__ import main
 from aura_eval.construct.seeds import load_seeds
 
@@ -154,7 +155,7 @@ def test_dollars_unpriced_and_batch_at_half(run_root):
     assert priced["usd_standard"] == pytest.approx(2 * priced["usd"])
     assert priced["price_source"] == "config price, half for batch"
     assert (unpriced["usd"], unpriced["price_source"]) == (None, "unpriced")
-    printed = fc.text(result)
+    printed = forecast_text.text(result)
     assert f"{unpriced['calls']:>8,} " in printed and "unpriced" in printed and "judge-3" in printed
     assert result["totals"]["usd"] == pytest.approx(sum(r["usd"] for r in result["rows"] if r["usd"] is not None))
     assert "judge-3" in result["totals"]["unpriced_models"]
@@ -181,7 +182,7 @@ def test_wall_time_from_the_rate_limits(run_root):
     assert result["wall_s"] >= 60.0 * gpt4o_calls / 60 and result["wall_from"].endswith("(rate limits where set)")
     # The mock's entries set no max_tokens: their output, so the wall time's high, is unbounded.
     assert result["wall_s_low"] <= result["wall_s"] and result["wall_s_high"] is None
-    assert "no limit configured" in fc.text(result)
+    assert "no limit configured" in forecast_text.text(result)
 
 
 def test_the_paper_config_offline_without_files(tmp_path):

@@ -12,6 +12,7 @@ import yaml
 from aura_eval.__main__ import main
 from aura_eval.analyze import bands
 from aura_eval.analyze import forecast as fc
+from aura_eval.analyze import forecast_text
 from aura_eval.util.jsonl import read_jsonl
 from aura_eval.workflow.config import complete_config
 from tests import workflow
@@ -90,7 +91,7 @@ def test_a_forecast_of_another_config_ignores_the_results_and_says_so(mock_run):
     result = fc.forecast(config, root=work)
     assert "lists 4 seeds and this config selects 5" in result["ignored"]
     assert result["total"]["paid_calls"] == 0 and result["total"]["calls"] > 0
-    assert result["ignored"] in fc.text(result)
+    assert result["ignored"] in forecast_text.text(result)
 
 
 @pytest.mark.suite
@@ -132,12 +133,12 @@ def test_a_budget_below_the_band_is_said_before_any_call(mock_run):
         config["models"][name].setdefault("params", {})["max_tokens"] = 256
     config["llm"]["budget_usd"] = 0.01
     config["seeds"] = 5  # another run than the mock's: nothing paid yet (its results/ are ignored)
-    line = fc.budget_at_start(config, work)
+    line = forecast_text.budget_at_start(config, work)
     result = fc.forecast(config, root=work)
     assert result["total"]["usd_low"] > 0.01 and result["ceiling"]["usd"] > result["total"]["usd_high"]
     assert line.startswith("budget (llm.budget_usd) $0.01: paid $0.00 + left ") and "may pass it" in line
     config["llm"]["budget_usd"] = 1e6
-    assert "covers the ceiling" in fc.budget_at_start(config, work)
+    assert "covers the ceiling" in forecast_text.budget_at_start(config, work)
 
 
 @pytest.mark.e2e

@@ -10,7 +10,7 @@ import re
 import pandas as pd
 import pytest
 
-from aura_eval.analyze import forecast, frame
+from aura_eval.analyze import forecast, forecast_text, frame
 from aura_eval.util import csv_cells, pages
 from aura_eval.util.table_files import write_csv
 
@@ -145,7 +145,7 @@ def test_the_analysis_frame_reads_back_what_it_wrote(tmp_path):
 def test_the_forecast_csv_protects_its_text(tmp_path):
     row = dict.fromkeys(forecast.ROWS_COLUMNS, "")
     row.update(stage="=HYPERLINK(1)", calls=-3)
-    forecast.write({"rows": [row], "total": {**row, "stage": forecast.TOTAL, "endpoint": "@SUM(1)"}}, tmp_path)
+    forecast_text.write({"rows": [row], "total": {**row, "stage": forecast.TOTAL, "endpoint": "@SUM(1)"}}, tmp_path)
     line, total = (tmp_path / "forecast.csv").read_text().splitlines()[1:]
     assert line.startswith("'=HYPERLINK(1),") and ",-3," in line
     assert total.startswith("All,'@SUM(1),")  # the total row last, its text protected too

@@ -32,11 +32,9 @@ stages one after another; batch stages apart (bands.BATCH_TURNAROUND_H).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
 import hashlib
-import io
 import json
 import math
 import string
@@ -45,8 +43,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from aura_eval import stage_registry
-from aura_eval.workflow import jobs
-from aura_eval.workflow.config import CONSTRUCTION_ROLES
 from aura_eval.analyze import bands
 from aura_eval.analyze.bands import ZERO, Band
 from aura_eval.analyze.paid import PaidAnswers, call_log_answers
@@ -58,10 +54,11 @@ from aura_eval.llm import settings as call_settings
 from aura_eval.llm.cache import cache_key
 from aura_eval.llm.client import describe
 from aura_eval.llm.types import endpoint_from
-from aura_eval.util.csv_cells import protect_row
-from aura_eval.util.jsonl import atomic_write_text, read_jsonl
+from aura_eval.util.jsonl import read_jsonl
 from aura_eval.util.prompts import load_prompt
 from aura_eval.util.tokens import chat_tokens, text_tokens
+from aura_eval.workflow import jobs
+from aura_eval.workflow.config import CONSTRUCTION_ROLES
 from aura_eval.vocab import (AGENT_PROMPTS, AXES, FILES, JUDGE_PROMPTS, REACT, VARIED_DIMENSIONS,
                              parse_run, run_name, stage_group)
 
@@ -911,29 +908,6 @@ def _recent_rate(rows: list[dict], now: datetime | None = None) -> dict:
     return {"per_minute": total * 60.0 / RATE_WINDOW_S, "cells": per, "window_s": RATE_WINDOW_S}
 
 
-def status_text(result: dict) -> str:
-    """A run while it goes (`python -m aura_eval status`): per stage x model, answers paid and their
-    dollars, what is left as a band, the rate of the last ten minutes and the time left at that rate."""
-    t = result["total"]
-    rate = result["recent"]["per_minute"]
-    left = ("none: nothing is left" if not t["calls_high"] else
-            f"{t['calls'] / rate:.0f} min at that rate" if rate else "no answer in the last ten minutes")
-    lines = [f"paid: {t['paid_calls']:,} answers, {_money(t['paid_usd'])} "
-             f"({t['paid_tokens_in']:,} tokens in, {t['paid_tokens_out']:,} out)",
-             f"left: {_band_text(t['calls_low'], t['calls'], t['calls_high'], _n)} calls, "
-             f"{_band_text(t['usd_low'], t['usd'], t['usd_high'], _money)}",
-             f"rate: {rate:.1f} answers a minute (last {RATE_WINDOW_S // 60} min); time left: {left}", "",
-             f"{'stage':<26} {'model':<30} {'paid':>8} {'dollars':>10} {'left (band)':>26} {'per min':>8}"]
-    for r in result["rows"]:
-        band = f"{r['calls']:,} [{r['calls_low']:,}-{_n(r['calls_high'])}]"
-        per = result["recent"]["cells"].get(f"{r['stage']}|{r['endpoint']}", 0.0)
-        lines.append(f"{r['stage']:<26} {r['endpoint']:<30} {r['paid_calls']:>8,} {_money(r['paid_usd']):>10} "
-                     f"{band:>26} {per:>8.1f}")
-    if result.get("ignored"):
-        lines.append(f"note: {result['ignored']}")
-    return "\n".join(lines) + "\n"
-
-
 def _triple(measure: str, band: Band) -> dict:
     return {f"{measure}_low": band.low, measure: band.point, f"{measure}_high": band.high}
 
@@ -1046,119 +1020,3 @@ def wall_time(rows: list[dict], limits: dict, config: dict | None = None) -> dic
 def _max_or_none(values):
     values = list(values)
     return None if any(v is None for v in values) else max(values)
-
-
-# -- output ---------------------------------------------------------------------------
-
-def _money(value) -> str:
-    return "unpriced" if value is None else f"${value:,.2f}"
-
-
-def _duration(seconds) -> str:
-    if seconds is None:
-        return "unbounded"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
-
-
-def _band_text(low, point, high, fmt) -> str:
-    width = "" if high is None or not point else f", width {(high - low) / point:.0%} of the point"
-    return f"{fmt(point)} (band {fmt(low)} to {fmt(high) if high is not None else 'unbounded'}{width})"
-
-
-def _n(value) -> str:
-    return "unbounded" if value is None else f"{value:,.0f}"
-
-
-def text(result: dict) -> str:
-    """The forecast as the command prints it: the total's band first, then per stage x model."""
-    t, c = result["total"], result["ceiling"]
-    lines = []
-    if result.get("ignored"):
-        lines.append(f"note: {result['ignored']}")
-    if result.get("pilot"):
-        lines.append(f"pilot: {result['pilot']}")
-    lines += [f"left to pay: {_band_text(t['usd_low'], t['usd'], t['usd_high'], _money)}",
-              f"  calls {_band_text(t['calls_low'], t['calls'], t['calls_high'], _n)}",
-              f"  tokens in {_band_text(t['tokens_in_low'], t['tokens_in'], t['tokens_in_high'], _n)}",
-              f"  tokens out {_band_text(t['tokens_out_low'], t['tokens_out'], t['tokens_out_high'], _n)}",
-              f"paid so far (answers in this run's cache): {t['paid_calls']:,} answers, "
-              f"{t['paid_tokens_in']:,} tokens in, {t['paid_tokens_out']:,} tokens out, {_money(t['paid_usd'])}",
-              f"ceiling (paid + every yield at its most, every answer at max_tokens): {_n(c['calls'])} calls, "
-              f"{_ceiling_usd(result)}" + (
-                  f" (no max_tokens: {', '.join(c['uncapped'])})" if c["uncapped"] else "")]
-    if t["price_source"] != "all priced":
-        lines.append(f"unpriced (no price in litellm's map nor a `price` in the entry): "
-                     f"{', '.join(result['totals']['unpriced_models'])}: their dollars are not in the band")
-    if result.get("budget_usd") is not None:
-        lines.append(budget_line(result))
-    lines.append("wall time left: nothing is left" if not t["calls_high"] else f"wall time left ({result['wall_from']}): "
-                 f"{_band_text(result['wall_s_low'], result['wall_s'], result['wall_s_high'], _duration)}"
-                 + (f"; and the batch stages ({', '.join(result['batch_stages'])}), one after another but the "
-                    f"reliability runs side by side: "
-                    f"{result['batch_h'][0]:.1f} to {result['batch_h'][2]:.0f} h, typically "
-                    f"{result['batch_h'][1]:.0f} h" if result["batch_stages"] else ""))
-    lines.append("")
-    lines.append(f"{'stage':<26} {'model':<30} {'calls left':>20} {'dollars left':>24} {'paid':>16}  basis")
-    for r in result["rows"]:
-        calls = f"{r['calls']:,} [{r['calls_low']:,}-{_n(r['calls_high'])}]"
-        usd = "unpriced" if r["usd"] is None else (
-            f"{_money(r['usd'])} [{_money(r['usd_low'])}-{_money(r['usd_high']) if r['usd_high'] is not None else 'unbounded'}]")
-        basis = (f"counts {r['counts']}, keys {r['keys']}, {r['tokens']}, output {r['output_from']}, "
-                 f"{r['price_source']}" + (f"; {r['note']}" if r["note"] else ""))
-        lines.append(f"{r['stage']:<26} {r['endpoint']:<30} {calls:>20} {usd:>24} "
-                     f"{r['paid_calls']:>6,} {_money(r['paid_usd']):>9}  {basis}")
-    lines.append("rate limits (llm.rate_limits), per bucket:")
-    for b in result["limits"]:
-        limit = "no limit configured" if b["wall_s"] is None else (
-            f"rpm {b['rpm'] or '-'}, tpm {b['tpm'] or '-'}: {_duration(b['wall_s'])}")
-        lines.append(f"  {b['bucket']:<40} {b['calls']:>8,} calls {b['tokens']:>14,} tokens  {limit}")
-    lines.append("assumptions: docs/running-the-paper.md#the-cost-band")
-    return "\n".join(lines) + "\n"
-
-
-def _ceiling_usd(result: dict) -> str:
-    c = result["ceiling"]
-    if all(r["usd"] is None for r in result["rows"]):
-        return "unpriced"
-    return "unbounded" if c["usd"] is None else _money(c["usd"])
-
-
-def budget_line(result: dict) -> str:
-    """Whether `llm.budget_usd` covers the paid, the band and the ceiling."""
-    budget, t, c = result["budget_usd"], result["total"], result["ceiling"]
-    worst = c["usd"]
-    if worst is not None and t["paid_usd"] + 0 <= budget and worst <= budget:
-        return f"budget (llm.budget_usd) ${budget:,.2f}: covers the ceiling ({_money(worst)})"
-    high = t["usd_high"]
-    where = ("the ceiling is unbounded" if worst is None else f"the ceiling ({_money(worst)}) passes it")
-    if high is not None and t["paid_usd"] + high <= budget:
-        return f"budget (llm.budget_usd) ${budget:,.2f}: covers the band's high, but {where}"
-    return (f"budget (llm.budget_usd) ${budget:,.2f}: paid {_money(t['paid_usd'])} + left "
-            f"{_band_text(t['usd_low'], t['usd'], t['usd_high'], _money)} may pass it ({where}); the run stops "
-            f"sending once its spend would pass the budget")
-
-
-def budget_at_start(config: dict, root: str | Path = ".") -> str:
-    """The line a run with `llm.budget_usd` prints before its first call: what it paid, the band of
-    what is left and the ceiling against the budget (the budget itself stops the spending)."""
-    result = forecast(config, root)
-    t = result["total"]
-    return (f"{budget_line(result)}. Left to pay: {_band_text(t['usd_low'], t['usd'], t['usd_high'], _money)}; "
-            f"ceiling {_ceiling_usd(result)}"
-            + (f"; unpriced, not counted: {', '.join(result['totals']['unpriced_models'])}"
-               if result["totals"]["unpriced_models"] else ""))
-
-
-def write(result: dict, out_dir: str | Path) -> list[Path]:
-    """forecast.csv (the rows and the `All` total) and forecast.json (everything) under `out_dir`."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = io.StringIO()
-    writer = csv.DictWriter(rows, fieldnames=ROWS_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(protect_row(row) for row in [*result["rows"], result["total"]])
-    atomic_write_text(out / "forecast.csv", rows.getvalue())
-    atomic_write_text(out / "forecast.json", json.dumps(result, indent=1, sort_keys=True) + "\n")
-    return [out / "forecast.csv", out / "forecast.json"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from aura_eval.analyze import forecast as fc
+from aura_eval.analyze import forecast_text
 
 LINKED = ("prompts", "data", "paper")  # what a workflow run reads from the checkout beside its config
 
@@ -68,9 +69,9 @@ def run(config: dict, n, folder: str = "pilot", root: str = ".", yes: bool = Fal
     before = fc.forecast(pilot, root=root_path, results=False)
     t = before["total"]
     out.write(f"the pilot: {n} seeds in {where}/, against the run's cache {pilot['llm']['cache']}\n"
-              f"it will cost {fc._band_text(t['usd_low'], t['usd'], t['usd_high'], fc._money)} "
-              f"({t['calls']:,} calls, band {t['calls_low']:,} to {fc._n(t['calls_high'])}); ceiling "
-              f"{fc._ceiling_usd(before)}\n")
+              f"it will cost {forecast_text.band_text(t['usd_low'], t['usd'], t['usd_high'], forecast_text.money)} "
+              f"({t['calls']:,} calls, band {t['calls_low']:,} to {forecast_text.number(t['calls_high'])}); ceiling "
+              f"{forecast_text.ceiling_usd(before)}\n")
     if outside:
         out.write(f"note: {len(outside)} of the pilot's seeds are not among the run's ({', '.join(outside[:5])}): "
                   f"the run pays their answers' counterparts anew\n")
@@ -89,5 +90,5 @@ def run(config: dict, n, folder: str = "pilot", root: str = ".", yes: bool = Fal
                   f"command to finish it\n")
         return done.returncode
     out.write("\nthe full run, from what the pilot saw:\n")
-    out.write(fc.text(fc.forecast(config, root=root_path, pilot=where)))
+    out.write(forecast_text.text(fc.forecast(config, root=root_path, pilot=where)))
     return 0
