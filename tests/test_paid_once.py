@@ -18,6 +18,7 @@ from aura_eval.llm.cache import LEASE_STALE_S, CacheError, Owner, ResponseCache,
 from aura_eval.llm.client import ModelClient, litellm_module
 from tests import timing
 from tests.stub_server import StubServer
+from tests.workflow import sigint_as_in_a_terminal
 
 # the model client (litellm) against the stub, in one process or several
 pytestmark = pytest.mark.suite
@@ -203,7 +204,8 @@ def test_a_signal_to_a_job_writes_the_mark_and_stops_it(tmp_path):
         stub.state.latency_s = 0.5
         proc = subprocess.Popen([sys.executable, "-c", script, stub.api_base, str(tmp_path / "c.sqlite"),
                                  str(tmp_path / "calls.jsonl")], cwd=ROOT, text=True, stderr=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(ROOT), stop.ENV: str(mark)})
+                                env={**os.environ, "PYTHONPATH": str(ROOT), stop.ENV: str(mark)},
+                                preexec_fn=sigint_as_in_a_terminal)
         while len(stub.state.requests) < 3:
             time.sleep(0.05)
         signalled = time.time()
@@ -234,3 +236,20 @@ def test_a_stage_run_in_process_gives_its_signal_handlers_back(tmp_path):
         prompt_version=1, role="judge", schema=None), lambda u, r: {"id": str(u), "status": r.status},
         tmp_path / "out.jsonl", "id", tmp_path / "calls.jsonl", progress=False)
     assert len(rows) == 1 and {sig: signal.getsignal(sig) for sig in stop.SIGNALS} == before
+
+
+_HANDLERS = ("import signal, sys\nfrom aura_eval.llm import stop\n"
+             "if sys.argv[1] == 'ignored':\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+             "getattr(stop, sys.argv[2])()\n"
+             "print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, callable(signal.getsignal(signal.SIGTERM)))")
+
+
+@pytest.mark.parametrize("install", ["install_run_handlers", "install_job_handlers"])
+@pytest.mark.parametrize("sigint, expected", [("ignored", "True True"), ("default", "False True")])
+def test_a_run_started_ignoring_sigint_keeps_ignoring_it(install, sigint, expected):
+    """Snakemake started in a script's background (`&`, `nohup`) ignores SIGINT, and so do its jobs:
+    so does the stop mark's handler, or the jobs would stop spending while Snakemake goes on (SIGTERM
+    still stops both)."""
+    out = subprocess.run([sys.executable, "-c", _HANDLERS, sigint, install], capture_output=True, text=True,
+                         check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == expected

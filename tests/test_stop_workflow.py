@@ -13,7 +13,8 @@ import pytest
 from aura_eval.llm import stop
 from tests import timing
 from tests.stub_server import StubServer
-from tests.workflow import STUB_KEY_ENV, all_stub_config, scratch_copy, snakemake, snakemake_exe
+from tests.workflow import (STUB_KEY_ENV, all_stub_config, scratch_copy, sigint_as_in_a_terminal, snakemake,
+                            snakemake_exe)
 
 # the whole workflow (e2e), the signal's effect bounded in wall time (serial)
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
@@ -37,7 +38,7 @@ def test_sigint_to_snakemake_stops_the_sending_and_the_rerun_pays_only_the_rest(
         exe = snakemake_exe()
         log = open(tmp_path / "run.log", "w")
         proc = subprocess.Popen([str(exe), "--cores", "2", "--configfile", str(config)], cwd=work, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
         while len(stub.state.requests) < 25 and proc.poll() is None:
             time.sleep(0.05)
         assert proc.poll() is None, "the run ended before the signal"

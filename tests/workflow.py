@@ -3,6 +3,7 @@
 import os
 import shutil
 import time
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,13 @@ def copy_run(work: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(work, copy, symlinks=True)
     return copy
+
+
+def sigint_as_in_a_terminal() -> None:
+    """Popen's `preexec_fn` for a child a test sends SIGINT (Ctrl-C): SIGINT at its default, as in a
+    terminal, whatever the test runner inherited. A runner started in a script's background (`&`,
+    `nohup`) ignores SIGINT, its children inherit that, and the child would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def move_cache(source: Path, target: Path) -> None:

@@ -12,20 +12,12 @@ import pandas as pd
 
 from aura_eval.analyze import reasons
 from aura_eval.analyze.frame import register_tables, rows_by_stem, rows_of
+from aura_eval.artefact_registry import builder
 from aura_eval.evaluate.validation import human_reference
 from aura_eval.util import cells
 from aura_eval.util.jsonl import read_jsonl
-from aura_eval.util.stats import (
-    NO_PLURALITY,
-    PLURALITY,
-    UNANIMOUS,
-    plurality_consensus,
-    round_half_up,
-    seed_bootstrap,
-    share_columns,
-    vote,
-)
-from aura_eval.artefact_registry import builder
+from aura_eval.util.stats import (N_RESAMPLES, NO_PLURALITY, PLURALITY, UNANIMOUS, plurality_consensus, round_half_up,
+                                  seed_bootstrap, share_columns, vote)
 from aura_eval.util.table_files import explain
 from aura_eval.vocab import AXES, REACT, SAFE, run_name
 
@@ -123,7 +115,7 @@ def ensemble_table(samples: list[dict], five_judge_rows: list[dict], human_rows:
                                       *share_columns("accuracy")])
 
 
-def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = 10_000) -> pd.DataFrame:
+def vendor_swap_table(swap_rows: list[dict], items: dict, n_resamples: int = N_RESAMPLES) -> pd.DataFrame:
     """Table 24: Safe rate under the original panel minus with the same-vendor judge(s)
     replaced, on items resolved under both, with a seed-clustered 95% percentile interval."""
     out = []

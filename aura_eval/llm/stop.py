@@ -88,8 +88,9 @@ def install_job_handlers() -> dict:
             _flagged.append(f"{_name(signum)} received")
             write_mark(f"{_name(signum)} to job")
 
-    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
-    for sig in SIGNALS:
+    # a signal the job was started ignoring (Snakemake started in a script's background) stays ignored
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS if signal.getsignal(sig) != signal.SIG_IGN}
+    for sig in previous:
         signal.signal(sig, handler)
     return previous
 
@@ -102,9 +103,15 @@ def restore_handlers(previous: dict) -> None:
 
 def install_run_handlers() -> None:
     """SIGINT and SIGTERM in Snakemake's process (from `onstart`): write the mark, then do what
-    Snakemake's own handler does (it was installed first, so it is chained, not replaced)."""
+    Snakemake's own handler does (it was installed first, so it is chained, not replaced).
+
+    A signal the process was started ignoring stays ignored: a run started in a script's background
+    (`&`, `nohup`) ignores SIGINT, so Snakemake goes on after one, and its jobs must not stop
+    spending behind its back (stop such a run with SIGTERM)."""
     for sig in SIGNALS:
         previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:
+            continue
 
         def handler(signum, frame, previous=previous):
             write_mark(f"{_name(signum)} to snakemake")
