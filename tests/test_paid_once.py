@@ -239,7 +239,7 @@ def test_a_stage_run_in_process_gives_its_signal_handlers_back(tmp_path):
 
 
 _HANDLERS = ("import signal, sys\nfrom aura_eval.llm import stop\n"
-             "if sys.argv[1] == 'ignored':\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+             "signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == 'ignored' else signal.default_int_handler)\n"
              "getattr(stop, sys.argv[2])()\n"
              "print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, callable(signal.getsignal(signal.SIGTERM)))")
 
