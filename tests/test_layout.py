@@ -183,3 +183,11 @@ def test_collecting_the_suite_loads_no_heavy_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert "tests collected" in out.stdout and out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_code_shape_command_sees_every_module_and_no_import_cycle():
+    """benchmarks/code_shape.py (docs/measurements.md, rows 51 and 53) on this tree."""
+    out = subprocess.run([sys.executable, str(PACKAGE.parent / "benchmarks" / "code_shape.py")], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith(f"modules {len(MODULES) + 1}, ")  # MODULES leaves out the package's __init__
+    assert out.rstrip().endswith("cycles: none") and "llm.client.ModelClient" in out
