@@ -578,8 +578,8 @@ def read_ahead(path) -> None:
 
 
 def fold_at_end(path) -> str | None:
-    """After a run's last job (the Snakefile's `onsuccess`): fold the answers left in `<cache>-wal`
-    into the file and empty the `-wal`, so the finished cache is one file that can be copied alone.
+    """After a run's last job (the Snakefile's `onsuccess` and `onerror`): fold the answers left in
+    `<cache>-wal` into the file and empty the `-wal`, so the finished cache is one file to copy alone.
 
     SQLite folds the `-wal` only when the last connection closes, and not always then: two jobs
     closing at once each leave it to the other, and a writer that closes while a read-only reader
@@ -594,13 +594,14 @@ def fold_at_end(path) -> str | None:
         db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
         try:
             busy, logged, copied = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            why = "another connection holds it" if busy or logged != copied else None
         finally:
             db.close()
     except sqlite3.Error as err:
-        busy, logged, copied = 1, None, str(err)
-    if busy or logged != copied:
+        why = str(err)
+    if why:
         return (f"response cache {path}: the answers in {path.name}-wal are not folded into the file yet "
-                f"(another connection holds it); keep the -wal beside the file: the next run's start folds it")
+                f"({why}); keep the -wal beside the file: the next run's start folds it")
     return f"response cache {path}: folded the run's last answers from {path.name}-wal into the file"
 
 
